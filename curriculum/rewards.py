@@ -1,0 +1,73 @@
+"""Generator (simulator) rewards: a name -> function registry over a batch's success rate p̂.
+
+Each reward is a plain function of p̂ and the config's curriculum parameters, so a new one is one
+function and one decorator.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+GeneratorReward = Callable[[float, "CurriculumParams"], float]
+GENERATOR_REWARDS: dict[str, GeneratorReward] = {}
+
+
+@dataclass(frozen=True)
+class CurriculumParams:
+    alpha: float = 0.5
+    beta: float = 2.0
+    k_min: float = 0.1
+    rwr_lambda: float = 1.0
+
+
+def register_reward(name: str) -> Callable[[GeneratorReward], GeneratorReward]:
+    def decorate(fn: GeneratorReward) -> GeneratorReward:
+        GENERATOR_REWARDS[name] = fn
+        return fn
+
+    return decorate
+
+
+def success_rate(solved: Sequence[float]) -> float:
+    """p̂ = k / n (Eq. 2): the share of the batch's attempts the agent solved.
+
+    `solved` holds one value in [0, 1] per valid variation (its share of solved rollouts), so with
+    several rollouts per variation p̂ is graded rather than a multiple of 1/n.
+    """
+    if not solved:
+        raise ValueError("p̂ is undefined for a batch with no valid variation")
+    return sum(solved) / len(solved)
+
+
+@register_reward("alpha_curriculum")
+def alpha_curriculum_reward(p_hat: float, params: CurriculumParams) -> float:
+    """R_env = exp(-β (p̂ - α)^2)  (Eq. 3): highest when the agent solves about α of the batch."""
+    return math.exp(-params.beta * (p_hat - params.alpha) ** 2)
+
+
+@register_reward("r_zero")
+def r_zero_reward(p_hat: float, params: CurriculumParams) -> float:
+    """R-Zero's uncertainty reward min(p̂, 1 - p̂), without its repetition penalty."""
+    return min(p_hat, 1.0 - p_hat)
+
+
+@register_reward("absolute_zero")
+def absolute_zero_reward(p_hat: float, params: CurriculumParams) -> float:
+    """Absolute Zero's learnability: 1 - p̂ when 0 < p̂ < 1, else 0."""
+    return 1.0 - p_hat if 0.0 < p_hat < 1.0 else 0.0
+
+
+def in_band(p_hat: float, params: CurriculumParams) -> bool:
+    """Difficulty filter: keep a batch for the simulator update iff |p̂ - α| <= k_min (Alg. 1)."""
+    return abs(p_hat - params.alpha) <= params.k_min + 1e-12
+
+
+def rwr_weights(rewards: Sequence[float], params: CurriculumParams) -> list[float]:
+    """RWR weights w_i ∝ exp(λ R_env,i) (Alg. 1), normalised to mean 1 so the loss scale stays put."""
+    if not rewards:
+        return []
+    raw = [math.exp(params.rwr_lambda * r) for r in rewards]
+    mean = sum(raw) / len(raw)
+    return [w / mean for w in raw]

@@ -1,0 +1,111 @@
+"""What a domain is: a family of tasks the simulator varies and the agent solves.
+
+A domain owns everything that depends on the task format: the seed set, the prompts both models see,
+parsing and validating simulator output, and verifying agent answers (R_agent, Eq. 1).
+Nothing here imports torch or Prefect, so domains test in milliseconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+Messages = list[dict[str, str]]
+
+
+@dataclass(frozen=True)
+class TaskInstance:
+    """One task the agent can attempt: a seed from the shipped set or a variation written by the simulator."""
+
+    task_id: str
+    spec: dict[str, Any]
+    """Domain payload, JSON-serialisable (for tool_call: {"functions": [...], "question": "..."})."""
+    answer: str
+    """Reference answer in the agent's output format (for tool_call: '[f(a=1)]')."""
+    family: str = ""
+    """Seeds of one family are siblings (for tool_call: the sorted function names)."""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """The simulator's output for one variation, parsed or rejected. Rejections are data, kept with a reason."""
+
+    raw: str
+    task: TaskInstance | None
+    reject_reason: str | None = None
+
+    @property
+    def valid(self) -> bool:
+        return self.task is not None and self.reject_reason is None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """R_agent for one agent answer (Eq. 1) and what the verifier understood of it."""
+
+    reward: float
+    parsed_action: str | None
+    parse_error: str | None = None
+
+
+@dataclass
+class ValidationContext:
+    """What a candidate is checked against besides its own schema."""
+
+    seen_keys: set[str] = field(default_factory=set)
+    """Dedup keys of every task already in the pool or in this generation."""
+    is_contaminated: Callable[[str], bool] = lambda text: False
+    """True when text overlaps the evaluation benchmarks."""
+
+
+class Domain(Protocol):
+    name: str
+    structured: bool
+    """True when R_agent is exact match (structured actions); False for a soft similarity."""
+
+    def load_seeds(self) -> list[TaskInstance]: ...
+
+    def agent_messages(self, task: TaskInstance) -> Messages: ...
+
+    def simulator_messages(self, seed: TaskInstance, success_rate: float | None) -> Messages: ...
+
+    def simulator_target(self, task: TaskInstance) -> str:
+        """The completion the simulator should write for `task` (warm start and RWR targets)."""
+        ...
+
+    def parse_candidate(self, raw: str, seed: TaskInstance, task_id: str, truncated: bool) -> Candidate: ...
+
+    def validate(self, candidate: Candidate, context: ValidationContext) -> Candidate: ...
+
+    def dedup_key(self, task: TaskInstance) -> str: ...
+
+    def verify(self, output: str, task: TaskInstance) -> Verdict: ...
+
+    def benchmark_texts(self, benchmarks_dir: str) -> Iterable[str]:
+        """Texts from evaluation data that generated or seed tasks must not overlap."""
+        ...
+
+
+DOMAINS: dict[str, Callable[[], Domain]] = {}
+
+
+def register_domain(name: str) -> Callable[[Callable[[], Domain]], Callable[[], Domain]]:
+    """Decorator: `@register_domain("tool_call")` on a Domain factory makes it selectable by config."""
+
+    def decorate(factory: Callable[[], Domain]) -> Callable[[], Domain]:
+        if name in DOMAINS:
+            raise ValueError(f"domain {name!r} is registered twice")
+        DOMAINS[name] = factory
+        return factory
+
+    return decorate
+
+
+def get_domain(name: str) -> Domain:
+    import domains  # noqa: F401  (registers the built-in domains)
+
+    try:
+        return DOMAINS[name]()
+    except KeyError:
+        raise KeyError(f"unknown domain {name!r}; known: {sorted(DOMAINS)}") from None

@@ -1,0 +1,1 @@
+"""Prefect flows. Thin: they wire the stages in tasks/ in the order of the pipeline diagram."""

@@ -1,0 +1,25 @@
+"""The evolve flow: register (or resume) a run, then run every generation not yet committed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prefect import flow
+
+from flows.generation import run_generation
+from genenv.config import GenEnvConfig
+from tasks.runs import start_run
+from warehouse.store import Warehouse
+
+
+@flow(name="genenv-evolve")
+def evolve(config: dict[str, Any], run_id: str | None = None) -> str:
+    """Generation 0 (seeds, warm start) then generations 1..T; resumes after the last committed one."""
+    settings = GenEnvConfig(**config)
+    run_id = start_run(settings, run_id)
+    warehouse_uri = settings.resolved_warehouse_uri
+    done = set(Warehouse(warehouse_uri).committed(run_id)["generation"].to_list())
+    for generation in range(settings.generations + 1):
+        if generation not in done:
+            run_generation(warehouse_uri, run_id, generation)
+    return run_id

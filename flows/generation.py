@@ -1,0 +1,34 @@
+"""One generation of GenEnv: generate -> rollout -> verify -> rewards -> finetune -> evaluate -> commit.
+
+Generation 0 records the seed set, warm-starts both adapters and measures the agent. Every stage is
+idempotent on (run, generation), so re-running this flow after a crash completes what is missing.
+"""
+
+from __future__ import annotations
+
+from prefect import flow
+
+from tasks.commit import commit
+from tasks.context import GenerationRef
+from tasks.evaluate import evaluate_heldout
+from tasks.finetune import finetune
+from tasks.generate import generate
+from tasks.rewards import rewards
+from tasks.rollout import rollout
+from tasks.seed import seed_pool
+from tasks.verify import verify
+from tasks.warm_start import warm_start
+
+GENERATION_ZERO = (seed_pool, warm_start, evaluate_heldout)
+GENENV_GENERATION = (generate, rollout, verify, rewards, finetune, evaluate_heldout)
+
+
+@flow(name="genenv-generation", flow_run_name="{run_id}-g{generation}")
+def run_generation(warehouse_uri: str, run_id: str, generation: int) -> dict:
+    ref = GenerationRef(warehouse_uri, run_id, generation)
+    stages = GENERATION_ZERO if generation == 0 else GENENV_GENERATION
+    seconds = {}
+    for stage in stages:
+        result = stage(ref)
+        seconds[result["stage"]] = result["seconds"]
+    return commit(ref, seconds)

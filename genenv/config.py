@@ -1,0 +1,219 @@
+"""The one run configuration: typed, documented, validated before any model loads.
+
+Every field's `help` is the documentation: `genenv config` prints it, YAML files and `--set key=value`
+overrides fill it, and the resolved config is stored with the run (minus nothing: it holds no secrets).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, get_type_hints
+
+import yaml
+
+
+class ConfigError(ValueError):
+    """A config value is wrong; the message names the field."""
+
+
+def _f(default: Any, help: str, **kwargs: Any) -> Any:
+    return field(default=default, metadata={"help": help, **kwargs})
+
+
+@dataclass(frozen=True)
+class GenEnvConfig:
+    # --- run ---
+    run_name: str = _f("genenv", "Human-readable name; the run id is derived from it and the start time.")
+    generations: int = _f(2, "GenEnv generations T after generation 0 (paper: 10 epochs).")
+    seed: int = _f(0, "Seed for every random choice (seed batches, sampling, adapter init).")
+    data_dir: str = _f("data", "Project data folder: model cache, checkpoints, HF/Prefect homes.")
+    warehouse_uri: str = _f("", "Root of the Delta tables; empty means <data_dir>/warehouse.")
+    benchmarks_dir: str = _f(
+        "", "Evaluation data to decontaminate against (see shared/benchmarks); empty means no check."
+    )
+    # --- models ---
+    model: str = _f(
+        "embedded:smollm2-135m-instruct",
+        "Base model of both agent and simulator: 'embedded:smollm2-135m-instruct', a hub id or a local folder.",
+    )
+    backend: str = _f("transformers", "Generation backend (registry in models/generation.py).")
+    generation_batch_size: int = _f(16, "Conversations per forward pass when generating.")
+    lora_r: int = _f(8, "LoRA rank of both adapters.")
+    lora_alpha: int = _f(16, "LoRA alpha of both adapters.")
+    # --- domain and seeds ---
+    domain: str = _f("tool_call", "Task family (registry in domains/).")
+    heldout_fraction: float = _f(0.2, "Share of seeds held out of all training, to measure the agent.")
+    max_heldout: int = _f(0, "Cap on held-out seeds evaluated per generation (0 = all).")
+    # --- generation 0: warm start ---
+    warm_start: bool = _f(True, "SFT both adapters on the seed set first (generation 0), for small models.")
+    warm_start_epochs: int = _f(2, "Epochs of warm-start SFT over the seed set.")
+    warm_start_lr: float = _f(3e-4, "Learning rate of the warm-start SFT.")
+    # --- simulator: task generation ---
+    seeds_per_generation: int = _f(8, "Seed batches per generation (tasks drawn from the seed set and pool).")
+    variations_per_seed: int = _f(4, "n: variations the simulator writes per seed (one batch).")
+    simulator_max_new_tokens: int = _f(96, "Token cap for one simulator output.")
+    simulator_temperature: float = _f(0.9, "Sampling temperature of the simulator.")
+    # --- agent: rollouts and verification ---
+    rollouts_per_task: int = _f(4, "k: agent answers per fresh task, the GRPO group size.")
+    pool_tasks_per_generation: int = _f(8, "Tasks sampled from the pool D_train and rolled out too.")
+    agent_max_new_tokens: int = _f(48, "Token cap for one agent answer.")
+    agent_temperature: float = _f(1.0, "Sampling temperature of agent rollouts (held-out eval is greedy).")
+    solved_threshold: float = _f(0.5, "A trajectory counts as solved when R_agent >= this.")
+    # --- curriculum (PAPER.md, Eqs. 2-3) ---
+    generator_reward: str = _f("alpha_curriculum", "Simulator reward (registry in curriculum/rewards.py).")
+    alpha: float = _f(0.5, "Target success rate α of the α-Curriculum Reward.")
+    beta: float = _f(2.0, "Sharpness β of R_env = exp(-β (p̂-α)^2).")
+    k_min: float = _f(0.1, "Band half-width: batches with |p̂-α| > k_min skip the simulator update.")
+    rwr_lambda: float = _f(1.0, "λ of the RWR weights w ∝ exp(λ R_env).")
+    # --- updates ---
+    agent_lr: float = _f(5e-5, "GRPO learning rate (LoRA).")
+    agent_kl_coef: float = _f(0.001, "GRPO KL coefficient to the initial agent (paper: 0.001).")
+    agent_steps: int = _f(1, "GRPO optimizer steps per generation.")
+    simulator_lr: float = _f(5e-5, "RWR learning rate (LoRA).")
+    simulator_kl_coef: float = _f(0.1, "RWR KL coefficient to the initial simulator.")
+    simulator_epochs: int = _f(1, "RWR epochs over this generation's sample of D_env.")
+    simulator_max_records: int = _f(64, "Cap on D_env records the simulator trains on per generation.")
+    train_batch_size: int = _f(8, "Rows per micro-batch in GRPO and SFT.")
+
+    def __post_init__(self) -> None:
+        hints = get_type_hints(type(self))
+        for f in fields(self):
+            value = getattr(self, f.name)
+            expected = hints[f.name]
+            if expected is float and isinstance(value, int) and not isinstance(value, bool):
+                object.__setattr__(self, f.name, float(value))
+            elif not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
+                raise ConfigError(f"{f.name}: expected {expected.__name__}, got {value!r}")
+        self._check()
+
+    def _check(self) -> None:
+        from curriculum.rewards import GENERATOR_REWARDS
+        from domains.base import DOMAINS
+
+        def need(ok: bool, name: str, why: str) -> None:
+            if not ok:
+                raise ConfigError(f"{name}: {why} (got {getattr(self, name)!r})")
+
+        need(self.generations >= 0, "generations", "must be >= 0")
+        need(bool(self.run_name.strip()), "run_name", "must not be empty")
+        need(0.0 <= self.heldout_fraction < 1.0, "heldout_fraction", "must be in [0, 1)")
+        for name in (
+            "seeds_per_generation",
+            "variations_per_seed",
+            "rollouts_per_task",
+            "simulator_max_new_tokens",
+            "agent_max_new_tokens",
+            "generation_batch_size",
+            "lora_r",
+            "lora_alpha",
+            "agent_steps",
+            "train_batch_size",
+            "simulator_max_records",
+        ):
+            need(getattr(self, name) >= 1, name, "must be >= 1")
+        for name in ("pool_tasks_per_generation", "warm_start_epochs", "simulator_epochs", "max_heldout"):
+            need(getattr(self, name) >= 0, name, "must be >= 0")
+        need(0.0 < self.solved_threshold <= 1.0, "solved_threshold", "must be in (0, 1]")
+        need(0.0 <= self.alpha <= 1.0, "alpha", "must be in [0, 1]")
+        need(self.beta > 0, "beta", "must be > 0")
+        need(0.0 <= self.k_min <= 1.0, "k_min", "must be in [0, 1]")
+        need(self.rwr_lambda >= 0, "rwr_lambda", "must be >= 0")
+        for name in ("warm_start_lr", "agent_lr", "simulator_lr"):
+            need(0 < getattr(self, name) < 1, name, "must be in (0, 1)")
+        for name in ("agent_kl_coef", "simulator_kl_coef", "simulator_temperature", "agent_temperature"):
+            need(getattr(self, name) >= 0, name, "must be >= 0")
+        need(
+            self.generator_reward in GENERATOR_REWARDS,
+            "generator_reward",
+            f"must be one of {sorted(GENERATOR_REWARDS)}",
+        )
+        import domains  # noqa: F401  (fills the registry)
+
+        need(self.domain in DOMAINS, "domain", f"must be one of {sorted(DOMAINS)}")
+        from models.generation import BACKENDS
+
+        need(self.backend in BACKENDS, "backend", f"must be one of {sorted(BACKENDS)}")
+        if self.benchmarks_dir:
+            need(Path(self.benchmarks_dir).is_dir(), "benchmarks_dir", "folder does not exist")
+
+    # --- derived values ---
+    @property
+    def resolved_warehouse_uri(self) -> str:
+        return self.warehouse_uri or str(Path(self.data_dir) / "warehouse")
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def hash(self) -> str:
+        """Identifies the settings that shape results (names and paths excluded)."""
+        shaping = {k: v for k, v in self.to_dict().items() if k not in _NOT_SHAPING}
+        return hashlib.sha256(json.dumps(shaping, sort_keys=True).encode()).hexdigest()[:16]
+
+    def replace(self, **changes: Any) -> GenEnvConfig:
+        return load_config(None, {k: str(v) for k, v in changes.items()}, base=self)
+
+
+_NOT_SHAPING = {"run_name", "data_dir", "warehouse_uri", "benchmarks_dir"}
+
+
+def field_help() -> list[tuple[str, str, Any, str]]:
+    """(name, type, default, help) for every field, for `genenv config` and the docs."""
+    hints = get_type_hints(GenEnvConfig)
+    return [(f.name, hints[f.name].__name__, f.default, f.metadata["help"]) for f in fields(GenEnvConfig)]
+
+
+def _coerce(name: str, text: str, kind: type) -> Any:
+    if kind is bool:
+        lowered = text.strip().lower()
+        if lowered in {"true", "1", "yes", "on"}:
+            return True
+        if lowered in {"false", "0", "no", "off"}:
+            return False
+        raise ConfigError(f"{name}: expected true/false, got {text!r}")
+    try:
+        return kind(text)
+    except ValueError:
+        raise ConfigError(f"{name}: expected {kind.__name__}, got {text!r}") from None
+
+
+def load_config(
+    path: str | Path | None = None,
+    overrides: dict[str, str] | None = None,
+    base: GenEnvConfig | None = None,
+) -> GenEnvConfig:
+    """YAML file (optional) then `key=value` overrides on top of the defaults or `base`."""
+    values: dict[str, Any] = base.to_dict() if base else {}
+    hints = get_type_hints(GenEnvConfig)
+    if path is not None:
+        try:
+            loaded = yaml.safe_load(Path(path).read_text()) or {}
+        except FileNotFoundError:
+            raise ConfigError(f"config file not found: {path}") from None
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"config file {path} is not valid YAML: {exc}") from None
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"config file {path} must hold a mapping of field: value")
+        values.update(loaded)
+    for name, text in (overrides or {}).items():
+        if name not in hints:
+            raise ConfigError(f"{name}: unknown config field")
+        values[name] = _coerce(name, text, hints[name])
+    unknown = sorted(set(values) - set(hints))
+    if unknown:
+        raise ConfigError(f"{unknown[0]}: unknown config field")
+    return GenEnvConfig(**values)
+
+
+def parse_overrides(items: list[str]) -> dict[str, str]:
+    """['alpha=0.4', 'generations=3'] -> {'alpha': '0.4', 'generations': '3'}."""
+    out = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise ConfigError(f"override {item!r}: expected key=value")
+        out[name.strip()] = value.strip()
+    return out

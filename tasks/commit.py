@@ -1,0 +1,91 @@
+"""Stage 7, commit: measure the generation, then write its `generations` row, the moment it becomes visible.
+
+The row records the Delta version of every table (the generation's snapshot), the adapters it ended
+with, the config hash, the seed and the headline metrics.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import polars as pl
+from prefect import get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+from tqdm.auto import tqdm
+
+from tasks.context import GenerationRef, pool_ids, stage_result
+from tasks.runtime import own_checkpoints
+
+
+def _mean(series: pl.Series) -> float | None:
+    return None if series.is_empty() else round(float(series.cast(pl.Float64).mean()), 4)
+
+
+def generation_metrics(ref: GenerationRef, stage_seconds: dict[str, float]) -> dict[str, Any]:
+    warehouse, g = ref.warehouse, ref.generation
+    tasks = warehouse.read("tasks", run_id=ref.run_id, generation=g).filter(origin="simulator")
+    trajectories = warehouse.read("trajectories", run_id=ref.run_id, generation=g)
+    batches = warehouse.read("batches", run_id=ref.run_id, generation=g)
+    training = warehouse.read("training", run_id=ref.run_id, generation=g)
+
+    def by(purpose: str) -> pl.DataFrame:
+        return trajectories.filter(purpose=purpose)
+
+    def last_loss(role: str) -> float | None:
+        losses = training.filter(role=role).sort("step")["loss"]
+        return None if losses.is_empty() else round(float(losses[-1]), 4)
+
+    reasons = tasks.filter(~pl.col("valid"))["reject_reason"].value_counts(sort=True)
+    return {
+        "simulator_outputs": tasks.height,
+        "valid_rate": _mean(tasks["valid"]),
+        "reject_reasons": dict(reasons.iter_rows()),
+        "mean_p_hat": _mean(batches["p_hat"].drop_nulls()),
+        "band_share": _mean(batches["in_band"]),
+        "fresh_success": _mean(by("fresh")["solved"]),
+        "pool_success": _mean(by("pool")["solved"]),
+        "heldout_success": _mean(by("heldout")["solved"]),
+        "mean_completion_tokens": _mean(trajectories["completion_tokens"]),
+        "agent_loss": last_loss("agent"),
+        "simulator_loss": last_loss("simulator"),
+        "d_train": len(pool_ids(ref, "train", g)),
+        "d_env": len(pool_ids(ref, "env", g)),
+        "stage_seconds": stage_seconds,
+    }
+
+
+def summary_line(generation: int, m: dict[str, Any]) -> str:
+    def fmt(value: float | None, pct: bool = True) -> str:
+        if value is None:
+            return "-"
+        return f"{100 * value:.0f}%" if pct else f"{value:.3f}"
+
+    seconds = " ".join(f"{k}={v:.0f}s" for k, v in m["stage_seconds"].items())
+    return (
+        f"generation {generation}: valid tasks {fmt(m['valid_rate'])} | mean p̂ {fmt(m['mean_p_hat'], False)} | "
+        f"in α band {fmt(m['band_share'])} | agent success fresh {fmt(m['fresh_success'])} "
+        f"held-out {fmt(m['heldout_success'])} | loss agent {fmt(m['agent_loss'], False)} "
+        f"simulator {fmt(m['simulator_loss'], False)} | D_train {m['d_train']} D_env {m['d_env']} | {seconds}"
+    )
+
+
+@task(name="commit", cache_policy=NO_CACHE)
+def commit(ref: GenerationRef, stage_seconds: dict[str, float]) -> dict:
+    started = time.perf_counter()
+    config = ref.config
+    metrics = generation_metrics(ref, stage_seconds)
+    agent, simulator = own_checkpoints(ref)
+    row = ref.warehouse.commit_generation(
+        ref.run_id,
+        ref.generation,
+        agent_checkpoint=agent,
+        simulator_checkpoint=simulator,
+        config_hash=config.hash(),
+        seed=config.seed,
+        metrics=metrics,
+    )
+    line = summary_line(ref.generation, metrics)
+    tqdm.write(line)
+    get_run_logger().info(line)
+    return stage_result(ref, "commit", started, committed_at=str(row["committed_at"]))

@@ -1,0 +1,89 @@
+"""What every stage needs: the generation it works on, the run's config, and the loaded models.
+
+Stages receive a `GenerationRef` (a few strings and ints). Everything else is looked up from it: the
+config is stored with the run, and the models are held once per process, keyed by the checkpoints they
+were loaded from, so consecutive stages and generations reuse them instead of reloading.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from domains.base import Domain, TaskInstance, get_domain
+from genenv.config import GenEnvConfig
+from warehouse.store import Warehouse
+
+
+@dataclass(frozen=True)
+class GenerationRef:
+    """The reference stages pass around: which run, which generation, which warehouse."""
+
+    warehouse_uri: str
+    run_id: str
+    generation: int
+
+    @property
+    def warehouse(self) -> Warehouse:
+        return Warehouse(self.warehouse_uri)
+
+    @property
+    def config(self) -> GenEnvConfig:
+        return run_config(self.warehouse_uri, self.run_id)
+
+    @property
+    def domain(self) -> Domain:
+        return get_domain(self.config.domain)
+
+    def key(self, *parts: object) -> str:
+        """Stable ids for rows this generation writes: '<run>/g<g>/...'."""
+        return "/".join([self.run_id, f"g{self.generation}", *map(str, parts)])
+
+
+@cache
+def run_config(warehouse_uri: str, run_id: str) -> GenEnvConfig:
+    return GenEnvConfig(**json.loads(Warehouse(warehouse_uri).run(run_id)["config_json"]))
+
+
+def task_from_row(row: dict[str, Any]) -> TaskInstance:
+    return TaskInstance(
+        task_id=row["task_id"], spec=json.loads(row["spec_json"]), answer=row["answer"], family=row["family"]
+    )
+
+
+def load_tasks(ref: GenerationRef, task_ids: list[str] | None = None) -> dict[str, TaskInstance]:
+    """Valid task instances of this run (seeds and generated), by id."""
+    rows = ref.warehouse.read("tasks", run_id=ref.run_id).filter(valid=True)
+    if task_ids is not None:
+        rows = rows.filter(rows["task_id"].is_in(task_ids))
+    return {row["task_id"]: task_from_row(row) for row in rows.sort("task_id").iter_rows(named=True)}
+
+
+def pool_ids(ref: GenerationRef, pool: str, through_generation: int) -> list[str]:
+    """D_train or D_env membership as of a generation, in the order tasks joined."""
+    rows = ref.warehouse.read("pool", run_id=ref.run_id).filter(pool=pool)
+    rows = rows.filter(rows["generation"] <= through_generation)
+    return rows.sort("generation", "task_id")["task_id"].to_list()
+
+
+def stage_result(ref: GenerationRef, stage: str, started: float, **counts: Any) -> dict[str, Any]:
+    """What a stage returns to the flow: counts and seconds, never data."""
+    return {"stage": stage, "generation": ref.generation, "seconds": round(time.perf_counter() - started, 2), **counts}
+
+
+@contextmanager
+def progress_bar(description: str, total: int) -> Iterator[tqdm]:
+    with tqdm(total=total, desc=description, unit="it", leave=False, dynamic_ncols=True) as bar:
+        yield bar
+
+
+def checkpoint_dir(config: GenEnvConfig, run_id: str, generation: int) -> Path:
+    return Path(config.data_dir).resolve() / "checkpoints" / run_id / f"gen-{generation}"

@@ -1,0 +1,92 @@
+"""Stage 5, finetune: GRPO for the agent on this generation's rollout groups; RWR for the simulator on D_env.
+
+GRPO trains on the stored rollouts (token ids as generated), so nothing is generated twice. RWR is
+weighted SFT on (conditioning context -> generated task) with a KL penalty to the initial simulator
+(the base model with the adapter disabled).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import polars as pl
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from curriculum.pools import draw, generation_rng
+from models.grpo import GroupSample, grpo_update
+from models.rwr import encode_example, weighted_sft
+from tasks.context import GenerationRef, load_tasks, progress_bar, stage_result
+from tasks.runtime import RUNTIME, committed_checkpoints, save_policy
+from tasks.training_log import training_rows
+
+
+def agent_groups(ref: GenerationRef) -> list[GroupSample]:
+    rows = ref.warehouse.read("trajectories", run_id=ref.run_id, generation=ref.generation)
+    rows = rows.filter(pl.col("purpose") != "heldout").sort("trajectory_id")
+    return [
+        GroupSample(r["prompt_ids"], r["completion_ids"], r["reward"], group=r["task_id"])
+        for r in rows.iter_rows(named=True)
+    ]
+
+
+def simulator_records(ref: GenerationRef) -> list[tuple[list[dict], str, float]]:
+    """(context messages, target text, RWR weight) for a seeded draw of D_env as of this generation."""
+    config, domain = ref.config, ref.domain
+    env = ref.warehouse.read("pool", run_id=ref.run_id, pool="env")
+    env = env.filter(env["generation"] <= ref.generation).sort("generation", "task_id")
+    weights = dict(env.select("task_id", "weight").iter_rows())
+    chosen = draw(list(weights), config.simulator_max_records, generation_rng(config.seed, ref.generation, "d-env"))
+    contexts = dict(
+        ref.warehouse.read("tasks", run_id=ref.run_id)
+        .filter(pl.col("task_id").is_in(chosen))
+        .select("task_id", "simulator_context")
+        .iter_rows()
+    )
+    tasks = load_tasks(ref, chosen)
+    return [(json.loads(contexts[t]), domain.simulator_target(tasks[t]), weights[t]) for t in chosen]
+
+
+@task(name="finetune", cache_policy=NO_CACHE)
+def finetune(ref: GenerationRef) -> dict:
+    started = time.perf_counter()
+    config, warehouse = ref.config, ref.warehouse
+    if warehouse.has_rows("training", ref.run_id, ref.generation):
+        return stage_result(ref, "finetune", started, skipped=True)
+    policy = RUNTIME.training(config, committed_checkpoints(ref, ref.generation - 1))
+
+    samples = agent_groups(ref)
+    with progress_bar(f"g{ref.generation} GRPO agent", config.agent_steps) as bar:
+        agent_log = grpo_update(
+            policy,
+            "agent",
+            samples,
+            lr=config.agent_lr,
+            kl_coef=config.agent_kl_coef,
+            micro_batch_size=config.train_batch_size,
+            steps=config.agent_steps,
+            progress=bar.update,
+        )
+    rows = training_rows(ref, "agent", "grpo", agent_log, config.agent_lr)
+
+    records = simulator_records(ref)
+    examples = [encode_example(policy.tokenizer, ctx, target, weight) for ctx, target, weight in records]
+    if examples:
+        steps = config.simulator_epochs * -(-len(examples) // config.train_batch_size)
+        with progress_bar(f"g{ref.generation} RWR simulator", steps) as bar:
+            simulator_log = weighted_sft(
+                policy,
+                "simulator",
+                examples,
+                lr=config.simulator_lr,
+                kl_coef=config.simulator_kl_coef,
+                epochs=config.simulator_epochs,
+                batch_size=config.train_batch_size,
+                seed=config.seed + ref.generation,
+                progress=bar.update,
+            )
+        rows += training_rows(ref, "simulator", "rwr", simulator_log, config.simulator_lr)
+    save_policy(ref, policy)
+    warehouse.append("training", rows)
+    return stage_result(ref, "finetune", started, agent_rows=len(samples), simulator_rows=len(examples))

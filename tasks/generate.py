@@ -1,0 +1,89 @@
+"""Stage 1, generate: the simulator writes n variations of each drawn seed; every output is kept.
+
+Seeds are drawn from D_train (shipped seeds plus every earlier valid task). Each output is parsed and
+validated by the domain (schema, the checker accepts its own answer, no duplicate, no benchmark
+overlap); rejected outputs are stored with their reason.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from curriculum.pools import draw, generation_rng
+from domains.base import ValidationContext
+from models.generation import SamplingSettings
+from tasks.context import GenerationRef, load_tasks, pool_ids, progress_bar, stage_result
+from tasks.runtime import RUNTIME, committed_checkpoints
+from tasks.seed import benchmark_index
+
+
+def recent_success_rate(ref: GenerationRef) -> float | None:
+    """The agent's latest success rate, shown to the simulator: the previous generation's fresh tasks,
+    or its held-out score right after the warm start."""
+    metrics = json.loads(
+        ref.warehouse.read("generations", run_id=ref.run_id, generation=ref.generation - 1)["metrics"][0]
+    )
+    return metrics.get("fresh_success", metrics.get("heldout_success"))
+
+
+@task(name="generate", cache_policy=NO_CACHE)
+def generate(ref: GenerationRef) -> dict:
+    started = time.perf_counter()
+    config, warehouse, domain = ref.config, ref.warehouse, ref.domain
+    if warehouse.has_rows("tasks", ref.run_id, ref.generation):
+        return stage_result(ref, "generate", started, skipped=True)
+
+    pool = load_tasks(ref, pool_ids(ref, "train", ref.generation - 1))
+    seeds = draw(list(pool.values()), config.seeds_per_generation, generation_rng(config.seed, ref.generation, "seeds"))
+    success = recent_success_rate(ref)
+    contexts = [domain.simulator_messages(seed, success) for seed in seeds]
+    conversations = [c for c in contexts for _ in range(config.variations_per_seed)]
+    backend = RUNTIME.backend(config, committed_checkpoints(ref, ref.generation - 1))
+    sampling = SamplingSettings(
+        max_new_tokens=config.simulator_max_new_tokens,
+        temperature=config.simulator_temperature,
+        seed=config.seed * 100_003 + ref.generation,
+    )
+    with progress_bar(f"g{ref.generation} generate", len(conversations)) as bar:
+        completions = backend.generate("simulator", conversations, sampling, progress=bar.update)
+
+    seen = {domain.dedup_key(t) for t in load_tasks(ref).values()}
+    context = ValidationContext(seen_keys=seen, is_contaminated=benchmark_index(config.benchmarks_dir).contains)
+    rows = []
+    for i, seed in enumerate(seeds):
+        batch_id = ref.key(f"b{i}")
+        for j in range(config.variations_per_seed):
+            completion = completions[i * config.variations_per_seed + j]
+            candidate = domain.parse_candidate(
+                completion.text, seed, task_id=f"{batch_id}/v{j}", truncated=not completion.finished
+            )
+            candidate = domain.validate(candidate, context)
+            if candidate.valid:
+                context.seen_keys.add(domain.dedup_key(candidate.task))
+            task_ = candidate.task
+            rows.append(
+                {
+                    "run_id": ref.run_id,
+                    "generation": ref.generation,
+                    "task_id": f"{batch_id}/v{j}",
+                    "origin": "simulator",
+                    "seed_task_id": seed.task_id,
+                    "batch_id": batch_id,
+                    "family": seed.family,
+                    "question": None if task_ is None else str(task_.spec.get("question")),
+                    "spec_json": None if task_ is None else json.dumps(task_.spec, sort_keys=True),
+                    "answer": None if task_ is None else task_.answer,
+                    "raw_output": candidate.raw,
+                    "simulator_context": json.dumps(contexts[i]),
+                    "valid": candidate.valid,
+                    "reject_reason": candidate.reject_reason,
+                    "heldout": False,
+                }
+            )
+    warehouse.append("tasks", rows)
+    valid = sum(r["valid"] for r in rows)
+    return stage_result(ref, "generate", started, outputs=len(rows), valid=valid)

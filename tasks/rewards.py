@@ -1,0 +1,68 @@
+"""Stage 4, rewards: p̂ and R_env per seed batch, the α band, RWR weights; then grow both pools.
+
+D_train gains every valid fresh task (Valid(E_t)); D_env gains the valid tasks of kept batches, each
+with its batch's RWR weight.
+"""
+
+from __future__ import annotations
+
+import time
+
+import polars as pl
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from curriculum.batches import BatchOutcome, score_batches
+from curriculum.rewards import CurriculumParams
+from tasks.context import GenerationRef, stage_result
+
+
+@task(name="rewards", cache_policy=NO_CACHE)
+def rewards(ref: GenerationRef) -> dict:
+    started = time.perf_counter()
+    config, warehouse = ref.config, ref.warehouse
+    tasks = warehouse.read("tasks", run_id=ref.run_id, generation=ref.generation)
+    fresh = warehouse.read("trajectories", run_id=ref.run_id, generation=ref.generation, purpose="fresh")
+    success = fresh.group_by("task_id").agg(pl.col("solved").cast(pl.Float64).mean().alias("success"))
+    per_task = tasks.join(success, on="task_id", how="left").sort("task_id")
+
+    outcomes = [
+        BatchOutcome(
+            batch_id=batch_id,
+            seed_task_id=group["seed_task_id"][0],
+            n_variations=group.height,
+            variation_success=group.filter(valid=True)["success"].to_list(),
+        )
+        for (batch_id,), group in per_task.group_by("batch_id", maintain_order=True)
+    ]
+    params = CurriculumParams(config.alpha, config.beta, config.k_min, config.rwr_lambda)
+    scores = score_batches(outcomes, config.generator_reward, params)
+    if not warehouse.has_rows("batches", ref.run_id, ref.generation):
+        warehouse.append(
+            "batches",
+            [
+                {
+                    "run_id": ref.run_id,
+                    "generation": ref.generation,
+                    **{k: getattr(s, k) for k in ("batch_id", "seed_task_id", "n_variations", "n_valid", "p_hat")},
+                    "reward_name": config.generator_reward,
+                    "generator_reward": s.generator_reward,
+                    "in_band": s.in_band,
+                    "rwr_weight": s.rwr_weight,
+                }
+                for s in scores
+            ],
+        )
+    kept = {s.batch_id: s.rwr_weight for s in scores if s.in_band}
+    valid = per_task.filter(valid=True)
+    pool_rows = [
+        {"run_id": ref.run_id, "generation": ref.generation, "pool": "train", "task_id": t, "weight": 1.0}
+        for t in valid["task_id"]
+    ] + [
+        {"run_id": ref.run_id, "generation": ref.generation, "pool": "env", "task_id": t, "weight": kept[b]}
+        for t, b in valid.select("task_id", "batch_id").iter_rows()
+        if b in kept
+    ]
+    if not warehouse.has_rows("pool", ref.run_id, ref.generation):
+        warehouse.append("pool", pool_rows)
+    return stage_result(ref, "rewards", started, batches=len(scores), in_band=len(kept), pool_added=len(pool_rows))

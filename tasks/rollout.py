@@ -1,0 +1,83 @@
+"""Stage 2, rollout: the agent answers each fresh valid task k times (its GRPO group), plus a sample of
+the pool D_train. These rollouts are generated once and feed both p̂ and the GRPO update."""
+
+from __future__ import annotations
+
+import time
+
+import polars as pl
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from curriculum.pools import draw, generation_rng
+from domains.base import TaskInstance
+from models.generation import GenerationBackend, SamplingSettings
+from tasks.context import GenerationRef, load_tasks, pool_ids, progress_bar, stage_result
+from tasks.runtime import RUNTIME, committed_checkpoints
+from tasks.staging import read_staged, write_staged
+
+
+def answer_tasks(
+    ref: GenerationRef,
+    backend: GenerationBackend,
+    tasks: list[tuple[TaskInstance, str]],
+    samples: int,
+    sampling: SamplingSettings,
+    label: str,
+) -> pl.DataFrame:
+    """`samples` agent answers to each (task, purpose), as rows of raw completions."""
+    domain = ref.domain
+    conversations = [domain.agent_messages(t) for t, _ in tasks for _ in range(samples)]
+    with progress_bar(f"g{ref.generation} {label}", len(conversations)) as bar:
+        completions = backend.generate("agent", conversations, sampling, progress=bar.update)
+    rows = [
+        {
+            "task_id": t.task_id,
+            "purpose": purpose,
+            "sample_index": k,
+            "completion": completions[i * samples + k].text,
+            "finished": completions[i * samples + k].finished,
+            "prompt_ids": completions[i * samples + k].prompt_ids,
+            "completion_ids": completions[i * samples + k].completion_ids,
+        }
+        for i, (t, purpose) in enumerate(tasks)
+        for k in range(samples)
+    ]
+    return pl.DataFrame(
+        rows,
+        schema={
+            "task_id": pl.String,
+            "purpose": pl.String,
+            "sample_index": pl.Int64,
+            "completion": pl.String,
+            "finished": pl.Boolean,
+            "prompt_ids": pl.List(pl.Int64),
+            "completion_ids": pl.List(pl.Int64),
+        },
+    )
+
+
+@task(name="rollout", cache_policy=NO_CACHE)
+def rollout(ref: GenerationRef) -> dict:
+    started = time.perf_counter()
+    config = ref.config
+    if read_staged(ref, "rollouts") is not None:
+        return stage_result(ref, "rollout", started, skipped=True)
+    fresh_rows = ref.warehouse.read("tasks", run_id=ref.run_id, generation=ref.generation).filter(valid=True)
+    fresh = load_tasks(ref, fresh_rows["task_id"].to_list())
+    pool = load_tasks(ref, pool_ids(ref, "train", ref.generation - 1))
+    sampled = draw(
+        list(pool.values()), config.pool_tasks_per_generation, generation_rng(config.seed, ref.generation, "pool")
+    )
+    work = [(t, "fresh") for t in fresh.values()] + [(t, "pool") for t in sampled]
+    sampling = SamplingSettings(
+        max_new_tokens=config.agent_max_new_tokens,
+        temperature=config.agent_temperature,
+        seed=config.seed * 100_003 + ref.generation + 7,
+    )
+    backend = RUNTIME.backend(config, committed_checkpoints(ref, ref.generation - 1))
+    rollouts = answer_tasks(ref, backend, work, config.rollouts_per_task, sampling, "rollout")
+    write_staged(ref, "rollouts", rollouts)
+    return stage_result(
+        ref, "rollout", started, fresh_tasks=len(fresh), pool_tasks=len(sampled), rollouts=rollouts.height
+    )

@@ -1,0 +1,47 @@
+"""Stage: register a run (or find it again to resume)."""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+from datetime import UTC, datetime
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from genenv.config import GenEnvConfig
+from warehouse.schemas import SCHEMA_VERSION, now
+from warehouse.store import Warehouse
+
+
+def new_run_id(run_name: str) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "-", run_name.lower()).strip("-")[:40] or "run"
+    return f"{slug}-{datetime.now(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
+
+
+@task(name="start-run", cache_policy=NO_CACHE)
+def start_run(config: GenEnvConfig, run_id: str | None = None) -> str:
+    """Write the `runs` row with the resolved config; an existing run id is resumed as stored."""
+    warehouse = Warehouse(config.resolved_warehouse_uri)
+    if run_id is not None and not warehouse.read("runs", run_id=run_id).is_empty():
+        return run_id
+    run_id = run_id or new_run_id(config.run_name)
+    warehouse.append(
+        "runs",
+        [
+            {
+                "run_id": run_id,
+                "run_name": config.run_name,
+                "created_at": now(),
+                "config_json": json.dumps(config.to_dict(), sort_keys=True),
+                "config_hash": config.hash(),
+                "model": config.model,
+                "domain": config.domain,
+                "parent_run_id": None,
+                "parent_generation": None,
+                "schema_version": SCHEMA_VERSION,
+            }
+        ],
+    )
+    return run_id

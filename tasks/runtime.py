@@ -1,0 +1,73 @@
+"""The models of a run, loaded once per process and reused across stages and generations.
+
+Stages ask for the policy "as of" a set of checkpoints. If the in-memory adapters came from exactly
+those checkpoints they are reused; otherwise they are loaded. A stage that trains marks the policy
+dirty first, so a crash mid-update never lets a later stage reuse half-trained weights.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from genenv.config import GenEnvConfig
+from models.generation import BACKENDS, GenerationBackend
+from models.loading import resolve_base_model
+from models.policy import ROLES, LoraSettings, PolicyPair
+from tasks.context import GenerationRef, checkpoint_dir
+
+Checkpoints = tuple[str | None, str | None]
+"""(agent, simulator) adapter folders; None = a fresh adapter."""
+
+
+class ModelRuntime:
+    def __init__(self) -> None:
+        self._policy: PolicyPair | None = None
+        self._identity: tuple[str, LoraSettings, int] | None = None
+        self._loaded_from: Checkpoints | None = None
+
+    def policy(self, config: GenEnvConfig, checkpoints: Checkpoints) -> PolicyPair:
+        base = resolve_base_model(config.model, Path(config.data_dir).resolve() / "models")
+        lora = LoraSettings(r=config.lora_r, alpha=config.lora_alpha)
+        identity = (str(base), lora, config.seed)
+        if self._policy is None or self._identity != identity or self._loaded_from != checkpoints:
+            adapters = {role: Path(c) if c else None for role, c in zip(ROLES, checkpoints, strict=True)}
+            self._policy = PolicyPair.load(base, lora, adapters=adapters, seed=config.seed)
+            self._identity, self._loaded_from = identity, checkpoints
+        return self._policy
+
+    def backend(self, config: GenEnvConfig, checkpoints: Checkpoints) -> GenerationBackend:
+        return BACKENDS[config.backend](self.policy(config, checkpoints), batch_size=config.generation_batch_size)
+
+    def training(self, config: GenEnvConfig, checkpoints: Checkpoints) -> PolicyPair:
+        """The policy to update in place; it no longer matches any checkpoint until `saved`."""
+        policy = self.policy(config, checkpoints)
+        self._loaded_from = None
+        return policy
+
+    def saved(self, checkpoints: Checkpoints) -> None:
+        self._loaded_from = checkpoints
+
+
+RUNTIME = ModelRuntime()
+
+
+def committed_checkpoints(ref: GenerationRef, generation: int) -> Checkpoints:
+    """The adapters a committed generation ended with."""
+    row = ref.warehouse.read("generations", run_id=ref.run_id, generation=generation)
+    if row.is_empty():
+        raise RuntimeError(f"run {ref.run_id} has no committed generation {generation} to start from")
+    return row["agent_checkpoint"][0], row["simulator_checkpoint"][0]
+
+
+def own_checkpoints(ref: GenerationRef) -> Checkpoints:
+    """Where this generation saves (and later finds) its trained adapters."""
+    folder = checkpoint_dir(ref.config, ref.run_id, ref.generation)
+    return str(folder / "agent"), str(folder / "simulator")
+
+
+def save_policy(ref: GenerationRef, policy: PolicyPair) -> Checkpoints:
+    checkpoints = own_checkpoints(ref)
+    for role, folder in zip(ROLES, checkpoints, strict=True):
+        policy.save_adapter(role, Path(folder))
+    RUNTIME.saved(checkpoints)
+    return checkpoints

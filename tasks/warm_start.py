@@ -1,0 +1,76 @@
+"""Stage (generation 0): teach both adapters the output formats before GenEnv starts.
+
+The agent learns seed task -> gold call; the simulator learns (seed task + answer -> a sibling seed of
+the same functions with its answer). With `warm_start: false` the adapters start fresh (identical to
+the base model) and are saved as generation 0's checkpoints all the same.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from curriculum.pools import generation_rng
+from models.rwr import encode_example, weighted_sft
+from tasks.context import GenerationRef, load_tasks, pool_ids, progress_bar, stage_result
+from tasks.runtime import RUNTIME, own_checkpoints, save_policy
+from tasks.training_log import training_rows
+
+
+@task(name="warm-start", cache_policy=NO_CACHE)
+def warm_start(ref: GenerationRef) -> dict:
+    started = time.perf_counter()
+    config, warehouse, domain = ref.config, ref.warehouse, ref.domain
+    if _done(ref):
+        return stage_result(ref, "warm_start", started, skipped=True)
+    policy = RUNTIME.training(config, (None, None))
+    if not config.warm_start:
+        save_policy(ref, policy)
+        return stage_result(ref, "warm_start", started, agent_rows=0, simulator_rows=0)
+
+    seeds = list(load_tasks(ref, pool_ids(ref, "train", 0)).values())
+    rng = generation_rng(config.seed, 0, "warm-start")
+    by_family: dict[str, list] = {}
+    for seed in seeds:
+        by_family.setdefault(seed.family, []).append(seed)
+    tokenizer = policy.tokenizer
+    agent_examples = [encode_example(tokenizer, domain.agent_messages(s), s.answer) for s in seeds]
+    simulator_examples = [
+        encode_example(
+            tokenizer,
+            domain.simulator_messages(seed, round(rng.random(), 2)),
+            domain.simulator_target(rng.choice([s for s in by_family[seed.family] if s.task_id != seed.task_id])),
+        )
+        for seed in seeds
+        if len(by_family[seed.family]) > 1
+    ]
+    rows = []
+    for role, examples in (("agent", agent_examples), ("simulator", simulator_examples)):
+        steps = config.warm_start_epochs * -(-len(examples) // config.train_batch_size)
+        with progress_bar(f"g0 warm start {role}", steps) as bar:
+            records = weighted_sft(
+                policy,
+                role,
+                examples,
+                lr=config.warm_start_lr,
+                kl_coef=0.0,
+                epochs=config.warm_start_epochs,
+                batch_size=config.train_batch_size,
+                seed=config.seed,
+                progress=bar.update,
+            )
+        rows += training_rows(ref, role, "warm_start", records, config.warm_start_lr)
+    save_policy(ref, policy)
+    warehouse.append("training", rows)
+    return stage_result(
+        ref, "warm_start", started, agent_rows=len(agent_examples), simulator_rows=len(simulator_examples)
+    )
+
+
+def _done(ref: GenerationRef) -> bool:
+    """Adapters are saved before the training rows are written, so both present means finished."""
+    saved = all(Path(c).exists() for c in own_checkpoints(ref))
+    return saved and (not ref.config.warm_start or ref.warehouse.has_rows("training", ref.run_id, ref.generation))

@@ -1,0 +1,71 @@
+import pytest
+
+from genenv.config import ConfigError, GenEnvConfig, field_help, load_config, parse_overrides
+
+
+def test_defaults_follow_the_paper():
+    config = GenEnvConfig()
+    assert (config.alpha, config.beta, config.k_min, config.rwr_lambda) == (0.5, 2.0, 0.1, 1.0)
+    assert config.generator_reward == "alpha_curriculum"
+    assert config.agent_kl_coef == 0.001
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field"),
+    [
+        ({"alpha": "1.5"}, "alpha"),
+        ({"beta": "0"}, "beta"),
+        ({"k_min": "-0.1"}, "k_min"),
+        ({"variations_per_seed": "0"}, "variations_per_seed"),
+        ({"solved_threshold": "0"}, "solved_threshold"),
+        ({"generator_reward": "nope"}, "generator_reward"),
+        ({"domain": "chess"}, "domain"),
+        ({"backend": "tensorrt"}, "backend"),
+        ({"generations": "two"}, "generations"),
+        ({"warm_start": "maybe"}, "warm_start"),
+        ({"benchmarks_dir": "/no/such/folder"}, "benchmarks_dir"),
+        ({"colour": "blue"}, "colour"),
+    ],
+)
+def test_bad_values_fail_naming_the_field(overrides, field):
+    with pytest.raises(ConfigError, match=rf"^{field}:"):
+        load_config(None, overrides)
+
+
+def test_yaml_then_overrides(tmp_path):
+    path = tmp_path / "run.yaml"
+    path.write_text("generations: 3\nalpha: 0.4\nwarm_start: false\n")
+    config = load_config(path, {"alpha": "0.45"})
+    assert (config.generations, config.alpha, config.warm_start) == (3, 0.45, False)
+
+
+def test_yaml_errors_are_clear(tmp_path):
+    with pytest.raises(ConfigError, match="not found"):
+        load_config(tmp_path / "missing.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("generations: [1\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(bad)
+    wrong = tmp_path / "wrong.yaml"
+    wrong.write_text("generations: two\n")
+    with pytest.raises(ConfigError, match="^generations: expected int"):
+        load_config(wrong)
+
+
+def test_int_is_accepted_for_float_fields_and_hash_ignores_names():
+    a = GenEnvConfig(alpha=1, run_name="a", data_dir="x")
+    b = GenEnvConfig(alpha=1.0, run_name="b", data_dir="y")
+    assert a.alpha == 1.0 and isinstance(a.alpha, float)
+    assert a.hash() == b.hash()
+    assert a.hash() != GenEnvConfig(alpha=0.4).hash()
+
+
+def test_overrides_parse():
+    assert parse_overrides(["alpha=0.4", "run_name = x=y"]) == {"alpha": "0.4", "run_name": "x=y"}
+    with pytest.raises(ConfigError, match="expected key=value"):
+        parse_overrides(["alpha"])
+
+
+def test_every_field_is_documented():
+    for name, _kind, _default, help_text in field_help():
+        assert len(help_text) > 10, name

@@ -1,0 +1,114 @@
+import math
+
+import pytest
+
+from curriculum.batches import BatchOutcome, score_batches
+from curriculum.pools import draw, generation_rng, grow_pool, is_heldout
+from curriculum.rewards import (
+    CurriculumParams,
+    absolute_zero_reward,
+    alpha_curriculum_reward,
+    in_band,
+    r_zero_reward,
+    rwr_weights,
+    success_rate,
+)
+
+PAPER = CurriculumParams(alpha=0.5, beta=2.0, k_min=0.1, rwr_lambda=1.0)
+
+
+def test_success_rate_is_share_of_solved():
+    assert success_rate([1.0, 0.5, 0.0, 0.5]) == 0.5
+    assert success_rate([1.0, 1.0, 0.0]) == pytest.approx(2 / 3)
+    with pytest.raises(ValueError, match="no valid variation"):
+        success_rate([])
+
+
+@pytest.mark.parametrize(
+    ("p_hat", "expected"),
+    [(0.5, 1.0), (0.25, math.exp(-0.125)), (0.0, math.exp(-0.5)), (1.0, math.exp(-0.5)), (0.75, math.exp(-0.125))],
+)
+def test_alpha_curriculum_reward_eq3(p_hat, expected):
+    assert alpha_curriculum_reward(p_hat, PAPER) == pytest.approx(expected, abs=1e-12)
+
+
+def test_alpha_curriculum_reward_follows_alpha_and_beta():
+    params = CurriculumParams(alpha=0.3, beta=10.0)
+    assert alpha_curriculum_reward(0.3, params) == 1.0
+    assert alpha_curriculum_reward(0.5, params) == pytest.approx(math.exp(-10 * 0.04))
+
+
+def test_alternative_generator_rewards():
+    assert r_zero_reward(0.25, PAPER) == 0.25
+    assert r_zero_reward(0.5, PAPER) == 0.5
+    assert r_zero_reward(0.9, PAPER) == pytest.approx(0.1)
+    assert absolute_zero_reward(0.0, PAPER) == 0.0
+    assert absolute_zero_reward(1.0, PAPER) == 0.0
+    assert absolute_zero_reward(0.25, PAPER) == 0.75
+
+
+@pytest.mark.parametrize(
+    ("p_hat", "kept"), [(0.5, True), (0.4, True), (0.6, True), (0.39, False), (0.625, False), (0.0, False), (1.0, False)]
+)
+def test_band_filter_keeps_only_batches_near_alpha(p_hat, kept):
+    assert in_band(p_hat, PAPER) is kept
+
+
+def test_band_with_n4_binary_outcomes_keeps_only_half():
+    # PAPER.md: with n = 4 binary outcomes only p̂ = 0.5 survives the ±0.1 band.
+    assert [p for p in (0, 0.25, 0.5, 0.75, 1.0) if in_band(p, PAPER)] == [0.5]
+
+
+def test_rwr_weights_are_exp_lambda_r_normalised_to_mean_one():
+    weights = rwr_weights([1.0, 0.0], PAPER)
+    assert weights == pytest.approx([2 * math.e / (math.e + 1), 2 / (math.e + 1)])
+    assert sum(weights) / len(weights) == pytest.approx(1.0)
+    assert rwr_weights([0.3, 0.3, 0.3], PAPER) == pytest.approx([1.0, 1.0, 1.0])
+    assert rwr_weights([], PAPER) == []
+    flat = rwr_weights([1.0, 0.0], CurriculumParams(rwr_lambda=0.0))
+    assert flat == [1.0, 1.0]
+
+
+def test_score_batches_end_to_end_values():
+    outcomes = [
+        BatchOutcome("b0", "s0", 4, [1.0, 0.0, 0.5, 0.5]),  # p̂ 0.5
+        BatchOutcome("b1", "s1", 4, [0.25, 0.5, 0.5, 0.5]),  # p̂ 0.4375
+        BatchOutcome("b2", "s2", 4, [1.0, 1.0, 1.0]),  # p̂ 1.0, one variation invalid
+        BatchOutcome("b3", "s3", 4, []),  # nothing valid
+    ]
+    scores = score_batches(outcomes, "alpha_curriculum", PAPER)
+    assert [s.p_hat for s in scores] == [0.5, 0.4375, 1.0, None]
+    assert [s.n_valid for s in scores] == [4, 4, 3, 0]
+    r1 = math.exp(-2 * 0.0625**2)
+    assert [s.generator_reward for s in scores] == pytest.approx([1.0, r1, math.exp(-0.5), 0.0])
+    assert [s.in_band for s in scores] == [True, True, False, False]
+    w0, w1 = math.e, math.exp(r1)
+    mean = (w0 + w1) / 2
+    assert [s.rwr_weight for s in scores] == pytest.approx([w0 / mean, w1 / mean, 0.0, 0.0])
+
+
+def test_score_batches_with_other_reward():
+    scores = score_batches([BatchOutcome("b", "s", 2, [0.5, 0.0])], "absolute_zero", PAPER)
+    assert scores[0].p_hat == 0.25 and scores[0].generator_reward == 0.75 and not scores[0].in_band
+
+
+def test_pool_grows_without_duplicates_or_loss():
+    pool = ["a", "b"]
+    grown = grow_pool(pool, ["c", "a", "d", "c"])
+    assert grown == ["a", "b", "c", "d"]
+    assert pool == ["a", "b"]
+
+
+def test_heldout_split_is_stable_and_near_fraction():
+    ids = [f"tc-{i:04d}" for i in range(2000)]
+    held = [i for i in ids if is_heldout(i, 0.2)]
+    assert held == [i for i in ids if is_heldout(i, 0.2)]
+    assert 0.17 < len(held) / len(ids) < 0.23
+    assert not any(is_heldout(i, 0.0) for i in ids)
+
+
+def test_draws_are_seeded_and_bounded():
+    items = list(range(10))
+    assert draw(items, 4, generation_rng(0, 1, "seeds")) == draw(items, 4, generation_rng(0, 1, "seeds"))
+    assert draw(items, 4, generation_rng(0, 1, "seeds")) != draw(items, 4, generation_rng(0, 2, "seeds"))
+    assert sorted(draw(items, 50, generation_rng(0, 1, "x"))) == items

@@ -1,0 +1,148 @@
+"""Pandera schemas of every warehouse table, checked on every write.
+
+The schema is the single source of truth: writers build frames with `polars_schema(table)` and the
+Delta tables take their column types from it.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pandera.polars as pa
+import polars as pl
+
+SCHEMA_VERSION = 1
+STAGES = ("generate", "rollout", "verify", "rewards", "finetune", "commit")
+
+
+class _Strict(pa.DataFrameModel):
+    class Config:
+        strict = True
+        coerce = False
+
+
+class Runs(_Strict):
+    run_id: str = pa.Field(unique=True)
+    run_name: str
+    created_at: pl.Datetime("us", "UTC")
+    config_json: str
+    config_hash: str
+    model: str
+    domain: str
+    parent_run_id: str | None = pa.Field(nullable=True)
+    parent_generation: int | None = pa.Field(nullable=True, ge=0)
+    schema_version: int
+
+
+class Generations(_Strict):
+    run_id: str
+    generation: int = pa.Field(ge=0)
+    status: str = pa.Field(isin=["committed"])
+    committed_at: pl.Datetime("us", "UTC")
+    table_versions: str
+    """JSON {table: Delta version} as of this commit: the generation's snapshot."""
+    agent_checkpoint: str
+    simulator_checkpoint: str
+    config_hash: str
+    seed: int
+    metrics: str
+    """JSON of the generation's headline numbers (valid rate, mean p̂, band share, success, losses, seconds)."""
+
+
+class Tasks(_Strict):
+    run_id: str
+    generation: int = pa.Field(ge=0)
+    task_id: str = pa.Field(unique=True)
+    origin: str = pa.Field(isin=["seed", "simulator"])
+    seed_task_id: str | None = pa.Field(nullable=True)
+    batch_id: str | None = pa.Field(nullable=True)
+    family: str
+    question: str | None = pa.Field(nullable=True)
+    spec_json: str | None = pa.Field(nullable=True)
+    answer: str | None = pa.Field(nullable=True)
+    raw_output: str | None = pa.Field(nullable=True)
+    valid: bool
+    reject_reason: str | None = pa.Field(nullable=True)
+    heldout: bool
+
+
+class Pool(_Strict):
+    run_id: str
+    generation: int = pa.Field(ge=0)
+    """The generation in which the task joined the pool."""
+    pool: str = pa.Field(isin=["train", "env"])
+    """'train' = D_train (agent), 'env' = D_env (simulator's weighted records)."""
+    task_id: str
+    weight: float = pa.Field(ge=0)
+
+
+class Trajectories(_Strict):
+    run_id: str
+    generation: int = pa.Field(ge=0)
+    trajectory_id: str = pa.Field(unique=True)
+    task_id: str
+    purpose: str = pa.Field(isin=["fresh", "pool", "heldout"])
+    sample_index: int = pa.Field(ge=0)
+    completion: str
+    finished: bool
+    prompt_tokens: int = pa.Field(ge=0)
+    completion_tokens: int = pa.Field(ge=0)
+    parsed_action: str | None = pa.Field(nullable=True)
+    parse_error: str | None = pa.Field(nullable=True)
+    reward: float = pa.Field(ge=0, le=1)
+    solved: bool
+    prompt_ids: pl.List(pl.Int64)
+    completion_ids: pl.List(pl.Int64)
+
+
+class Batches(_Strict):
+    run_id: str
+    generation: int = pa.Field(ge=1)
+    batch_id: str = pa.Field(unique=True)
+    seed_task_id: str
+    n_variations: int = pa.Field(ge=1)
+    n_valid: int = pa.Field(ge=0)
+    p_hat: float | None = pa.Field(nullable=True, ge=0, le=1)
+    reward_name: str
+    generator_reward: float
+    in_band: bool
+    rwr_weight: float = pa.Field(ge=0)
+
+
+class Training(_Strict):
+    run_id: str
+    generation: int = pa.Field(ge=0)
+    role: str = pa.Field(isin=["agent", "simulator"])
+    phase: str = pa.Field(isin=["warm_start", "grpo", "rwr"])
+    step: int = pa.Field(ge=0)
+    loss: float
+    kl: float | None = pa.Field(nullable=True)
+    n_rows: int = pa.Field(ge=0)
+    lr: float
+    seconds: float = pa.Field(ge=0)
+
+
+TABLES: dict[str, type[pa.DataFrameModel]] = {
+    "runs": Runs,
+    "generations": Generations,
+    "tasks": Tasks,
+    "pool": Pool,
+    "trajectories": Trajectories,
+    "batches": Batches,
+    "training": Training,
+}
+"""Tables whose rows belong to one generation; `runs` and `generations` are the catalogue itself."""
+GENERATION_TABLES = ("tasks", "pool", "trajectories", "batches", "training")
+
+
+def polars_schema(table: str) -> dict[str, pl.DataType]:
+    return {name: column.dtype.type for name, column in TABLES[table].to_schema().columns.items()}
+
+
+def frame(table: str, rows: list[dict]) -> pl.DataFrame:
+    """Rows as a frame with the table's exact column types (validation happens on write)."""
+    return pl.DataFrame(rows, schema=polars_schema(table))
+
+
+def now() -> datetime:
+    return datetime.now(UTC)

@@ -1,0 +1,120 @@
+"""The warehouse: append-only Delta tables under one root URI, and generation commits.
+
+A generation becomes visible to readers only when its `generations` row is written; that row records
+the Delta version of every table, which is the generation's snapshot.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import pandera.errors
+import polars as pl
+from deltalake import DeltaTable, write_deltalake
+from deltalake.exceptions import TableNotFoundError
+
+from warehouse.schemas import GENERATION_TABLES, TABLES, frame, now, polars_schema
+from warehouse.storage import storage_options, table_uri
+
+
+class WarehouseError(RuntimeError):
+    """A warehouse read or write failed; the message names the table and the reason."""
+
+
+class Warehouse:
+    def __init__(self, root_uri: str) -> None:
+        self.root_uri = root_uri.rstrip("/")
+        self._options = storage_options(self.root_uri)
+
+    # --- low level ---
+    def uri(self, table: str) -> str:
+        if table not in TABLES:
+            raise WarehouseError(f"unknown table {table!r}; known: {sorted(TABLES)}")
+        return table_uri(self.root_uri, table)
+
+    def table(self, table: str, version: int | None = None) -> DeltaTable | None:
+        try:
+            return DeltaTable(self.uri(table), version=version, storage_options=self._options)
+        except TableNotFoundError:
+            return None
+
+    def version(self, table: str) -> int | None:
+        delta = self.table(table)
+        return None if delta is None else delta.version()
+
+    def append(self, table: str, rows: list[dict[str, Any]]) -> int | None:
+        """Validate rows against the table's schema and append them as one Delta commit."""
+        uri = self.uri(table)
+        if not rows:
+            return self.version(table)
+        data = frame(table, rows)
+        try:
+            TABLES[table].validate(data, lazy=True)
+        except pandera.errors.SchemaErrors as exc:
+            raise WarehouseError(f"rows for table {table!r} break its schema: {exc}") from None
+        write_deltalake(
+            uri,
+            data.to_arrow(),
+            mode="append",
+            partition_by=["run_id"],
+            storage_options=self._options,
+        )
+        return self.version(table)
+
+    def read(self, table: str, version: int | None = None, **equals: Any) -> pl.DataFrame:
+        """All rows (committed or not) of a table at a version, filtered by column equality."""
+        delta = self.table(table, version)
+        if delta is None:
+            return frame(table, [])
+        filters = [(name, "=", value) for name, value in equals.items()] or None
+        data = pl.from_arrow(delta.to_pyarrow_table(filters=filters))
+        return data.cast(polars_schema(table), strict=False)
+
+    # --- generation-level view ---
+    def has_rows(self, table: str, run_id: str, generation: int, **equals: Any) -> bool:
+        return not self.read(table, run_id=run_id, generation=generation, **equals).is_empty()
+
+    def committed(self, run_id: str) -> pl.DataFrame:
+        return self.read("generations", run_id=run_id).sort("generation")
+
+    def last_committed(self, run_id: str) -> dict[str, Any] | None:
+        committed = self.committed(run_id)
+        return None if committed.is_empty() else committed.row(-1, named=True)
+
+    def commit_generation(
+        self,
+        run_id: str,
+        generation: int,
+        *,
+        agent_checkpoint: str,
+        simulator_checkpoint: str,
+        config_hash: str,
+        seed: int,
+        metrics: Mapping[str, Any],
+    ) -> dict[str, Any]:
+        """Write the `generations` row that makes generation g visible; idempotent."""
+        existing = self.read("generations", run_id=run_id, generation=generation)
+        if not existing.is_empty():
+            return existing.row(0, named=True)
+        row = {
+            "run_id": run_id,
+            "generation": generation,
+            "status": "committed",
+            "committed_at": now(),
+            "table_versions": json.dumps({t: self.version(t) for t in GENERATION_TABLES}),
+            "agent_checkpoint": agent_checkpoint,
+            "simulator_checkpoint": simulator_checkpoint,
+            "config_hash": config_hash,
+            "seed": seed,
+            "metrics": json.dumps(dict(metrics), sort_keys=True),
+        }
+        self.append("generations", [row])
+        return row
+
+    def run(self, run_id: str) -> dict[str, Any]:
+        rows = self.read("runs", run_id=run_id)
+        if rows.is_empty():
+            raise WarehouseError(f"no run {run_id!r} in the warehouse at {self.root_uri}")
+        return rows.row(0, named=True)
