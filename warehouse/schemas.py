@@ -61,6 +61,9 @@ class Tasks(_Strict):
     spec_json: str | None = pa.Field(nullable=True)
     answer: str | None = pa.Field(nullable=True)
     raw_output: str | None = pa.Field(nullable=True)
+    """The simulator's text exactly as written (kept for rejected outputs too)."""
+    simulator_context: str | None = pa.Field(nullable=True)
+    """JSON chat messages the simulator was conditioned on: the RWR update's input."""
     valid: bool
     reject_reason: str | None = pa.Field(nullable=True)
     heldout: bool
@@ -141,7 +144,11 @@ def polars_schema(table: str) -> dict[str, pl.DataType]:
 
 def frame(table: str, rows: list[dict]) -> pl.DataFrame:
     """Rows as a frame with the table's exact column types (validation happens on write)."""
-    return pl.DataFrame(rows, schema=polars_schema(table))
+    schema = polars_schema(table)
+    if rows and set(rows[0]) != set(schema):
+        extra, missing = sorted(set(rows[0]) - set(schema)), sorted(set(schema) - set(rows[0]))
+        raise ValueError(f"rows for table {table!r} do not match its columns: extra {extra}, missing {missing}")
+    return pl.DataFrame(rows, schema=schema)
 
 
 def now() -> datetime:

@@ -1,0 +1,11 @@
+"""BFCL-style function calling. Importing this package registers the "tool_call" domain."""
+
+from domains.base import Domain, register_domain
+from domains.tool_call.domain import REJECT_REASONS, ToolCallDomain
+
+__all__ = ["REJECT_REASONS", "ToolCallDomain"]
+
+
+@register_domain("tool_call")
+def tool_call_domain() -> Domain:
+    return ToolCallDomain()

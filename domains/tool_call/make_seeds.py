@@ -1,0 +1,130 @@
+"""Writes data/seeds.jsonl, the shipped tool_call seed set, deterministically from catalog.py.
+
+Run `python -m domains.tool_call.make_seeds` after editing the catalog, and commit both files.
+Mix: three single-function seeds per function, seeds offering 2-3 related functions (the right one plus
+distractors), and a few parallel seeds that need two calls.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from random import Random
+from typing import Any
+
+from domains.tool_call.calls import Call, canonical_calls, format_calls
+from domains.tool_call.catalog import CATALOG
+from domains.tool_call.domain import normalise_question
+
+SEEDS_PATH = Path(__file__).parent / "data" / "seeds.jsonl"
+RANDOM_SEED = 20251219
+SINGLES_PER_FUNCTION = 3
+SEEDS_PER_GROUP = 3
+CONNECTORS = ("Also, ", "And ", "Oh, and ")
+
+GROUPS = [
+    ("weather.get_forecast", "weather.get_air_quality"),
+    ("weather.get_sun_times", "clock.time_in"),
+    ("calendar.create_event", "calendar.list_events", "calendar.delete_event"),
+    ("timer.start", "alarm.set"),
+    ("reminders.add", "calendar.create_event"),
+    ("units.convert_length", "units.convert_weight", "units.convert_temperature"),
+    ("finance.get_exchange_rate", "finance.stock_quote"),
+    ("finance.loan_payment", "math.percent_of"),
+    ("finance.split_bill", "budget.add_expense"),
+    ("travel.search_flights", "travel.find_hotels"),
+    ("travel.visa_rules", "language.translate"),
+    ("transit.next_departures", "maps.directions", "rides.request_ride"),
+    ("places.search_nearby", "restaurants.reserve"),
+    ("recipes.search", "recipes.scale", "nutrition.lookup"),
+    ("mail.compose", "mail.search_inbox", "chat.send_text"),
+    ("shop.search_products", "shop.add_to_cart", "shop.track_order"),
+    ("shopping_list.add_items", "recipes.search"),
+    ("math.mean", "math.round_number"),
+    ("math.is_prime", "math.to_base"),
+    ("files.make_folder", "files.find", "files.compress"),
+    ("music.play", "music.set_volume", "music.new_playlist"),
+    ("fitness.log_workout", "fitness.calories_burned"),
+    ("health.log_water", "health.log_sleep"),
+    ("home.set_thermostat", "home.switch_lights", "home.lock"),
+    ("dictionary.define", "language.translate"),
+    ("news.headlines", "sports.fixtures"),
+    ("cinema.showtimes", "books.by_author"),
+]
+PARALLEL_SAME = [
+    "weather.get_forecast",
+    "units.convert_length",
+    "finance.stock_quote",
+    "math.is_prime",
+    "clock.time_in",
+    "finance.get_exchange_rate",
+    "dictionary.define",
+    "travel.visa_rules",
+    "shop.track_order",
+    "cinema.showtimes",
+]
+PARALLEL_PAIRS = [  # (offered group, first call, second call)
+    (GROUPS[23], "home.switch_lights", "home.lock"),
+    (GROUPS[3], "timer.start", "alarm.set"),
+    (GROUPS[14], "mail.compose", "chat.send_text"),
+    (GROUPS[1], "weather.get_sun_times", "clock.time_in"),
+]
+
+Sample = Callable[[Random], tuple[str, list[Call]]]
+
+
+def single(name: str) -> Sample:
+    def sample(r: Random) -> tuple[str, list[Call]]:
+        question, arguments = CATALOG[name].make(r)
+        return question, [Call(name, arguments)]
+
+    return sample
+
+
+def pair(first: str, second: str) -> Sample:
+    """Two requests joined into one message; the answer makes both calls."""
+
+    def sample(r: Random) -> tuple[str, list[Call]]:
+        (q1, [c1]), (q2, [c2]) = single(first)(r), single(second)(r)
+        if c1 == c2:
+            return sample(r)
+        lead = q2 if q2.startswith(("I ", "I'")) else q2[0].lower() + q2[1:]
+        return f"{q1} {r.choice(CONNECTORS)}{lead}", [c1, c2]
+
+    return sample
+
+
+def build_seeds(random_seed: int = RANDOM_SEED) -> list[dict[str, Any]]:
+    """Every row is unique by normalised question and canonical answer."""
+    r = Random(random_seed)
+    plan: list[tuple[tuple[str, ...], Sample]] = []
+    for name in CATALOG:
+        plan += [((name,), single(name))] * SINGLES_PER_FUNCTION
+    for group in GROUPS:
+        start = r.randrange(len(group))
+        plan += [(group, single(group[(start + i) % len(group)])) for i in range(SEEDS_PER_GROUP)]
+    plan += [((name,), pair(name, name)) for name in PARALLEL_SAME]
+    plan += [(group, pair(first, second)) for group, first, second in PARALLEL_PAIRS]
+
+    rows, seen = [], set()
+    for offered, sample in plan:
+        question, calls = sample(r)
+        while (key := normalise_question(question) + "||" + canonical_calls(calls)) in seen:
+            question, calls = sample(r)
+        seen.add(key)
+        functions = [CATALOG[name].schema for name in r.sample(offered, len(offered))]
+        rows.append({"functions": functions, "question": question, "answer": format_calls(calls)})
+    r.shuffle(rows)
+    return [{"seed_id": f"tc-{i:04d}", **row} for i, row in enumerate(rows, start=1)]
+
+
+def write_seeds(path: Path = SEEDS_PATH) -> int:
+    rows = build_seeds()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
+    return len(rows)
+
+
+if __name__ == "__main__":
+    print(f"wrote {write_seeds()} seeds to {SEEDS_PATH}")

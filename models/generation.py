@@ -1,0 +1,141 @@
+"""Batched chat generation behind a small backend protocol (transformers now, vLLM later)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol, TypeVar
+
+import torch
+from transformers import GenerationConfig
+
+from models.policy import PolicyPair
+
+
+@dataclass(frozen=True)
+class SamplingSettings:
+    max_new_tokens: int = 64
+    temperature: float = 1.0  # 0 = greedy
+    top_p: float = 1.0
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    prompt_ids: list[int]
+    completion_ids: list[int]
+    finished: bool  # False when generation stopped at max_new_tokens
+
+
+class GenerationBackend(Protocol):
+    def generate(
+        self,
+        role: str,
+        conversations: list[list[dict[str, str]]],
+        sampling: SamplingSettings,
+        progress: Callable[[int], None] | None = None,
+    ) -> list[Completion]: ...
+
+
+BACKENDS: dict[str, Callable[..., GenerationBackend]] = {}
+_Factory = TypeVar("_Factory", bound=Callable[..., GenerationBackend])
+
+
+def register_backend(name: str) -> Callable[[_Factory], _Factory]:
+    """Register a backend factory under `name`; optional backends (vLLM) register when their module imports."""
+
+    def register(factory: _Factory) -> _Factory:
+        BACKENDS[name] = factory
+        return factory
+
+    return register
+
+
+def encode_prompt(tokenizer, conversation: list[dict[str, str]]) -> list[int]:
+    """Chat template with the assistant turn opened; the template already holds the special tokens."""
+    text = tokenizer.apply_chat_template(conversation, add_generation_prompt=True, tokenize=False)
+    return tokenizer(text, add_special_tokens=False)["input_ids"]
+
+
+@register_backend("transformers")
+class TransformersBackend:
+    """`model.generate` over length-sorted, left-padded batches of the shared PEFT model."""
+
+    def __init__(self, policy: PolicyPair, batch_size: int = 16) -> None:
+        self.policy = policy
+        self.batch_size = batch_size
+
+    def generate(
+        self,
+        role: str,
+        conversations: list[list[dict[str, str]]],
+        sampling: SamplingSettings,
+        progress: Callable[[int], None] | None = None,
+    ) -> list[Completion]:
+        """Return one completion per conversation, in input order. `progress(n)` gets each batch's size."""
+        tokenizer = self.policy.tokenizer
+        prompts = [encode_prompt(tokenizer, conversation) for conversation in conversations]
+        order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
+        results: list[Completion | None] = [None] * len(prompts)
+        model = self.policy.model
+        was_training = model.training
+        self.policy.activate(role)
+        model.eval()
+        try:
+            for batch_index, start in enumerate(range(0, len(order), self.batch_size)):
+                indices = order[start : start + self.batch_size]
+                torch.manual_seed(sampling.seed + batch_index)
+                outputs = self._generate_batch([prompts[i] for i in indices], sampling)
+                for i, completion in zip(indices, outputs, strict=True):
+                    results[i] = completion
+                if progress is not None:
+                    progress(len(indices))
+        finally:
+            model.train(was_training)
+        return results
+
+    def _generate_batch(self, prompts: list[list[int]], sampling: SamplingSettings) -> list[Completion]:
+        tokenizer = self.policy.tokenizer
+        width = max(len(p) for p in prompts)
+        input_ids = torch.full((len(prompts), width), tokenizer.pad_token_id, dtype=torch.long)
+        attention = torch.zeros_like(input_ids)
+        for row, prompt in enumerate(prompts):
+            input_ids[row, width - len(prompt) :] = torch.tensor(prompt, dtype=torch.long)
+            attention[row, width - len(prompt) :] = 1
+        device = self.policy.device
+        with torch.inference_mode():
+            output = self.policy.model.generate(
+                input_ids=input_ids.to(device),
+                attention_mask=attention.to(device),
+                generation_config=self._config(sampling),
+            )
+        stops = self._stop_ids()
+        completions = []
+        for prompt, row in zip(prompts, output[:, width:].tolist(), strict=True):
+            end = next((j for j, token in enumerate(row) if token in stops), None)
+            ids = row if end is None else row[:end]
+            text = tokenizer.decode(ids, skip_special_tokens=True).strip()
+            completions.append(Completion(text, list(prompt), ids, finished=end is not None))
+        return completions
+
+    def _config(self, sampling: SamplingSettings) -> GenerationConfig:
+        """Every knob explicit, so the checkpoint's generation_config (top_k 50, penalties) cannot leak in."""
+        tokenizer = self.policy.tokenizer
+        greedy = sampling.temperature <= 0
+        return GenerationConfig(
+            max_new_tokens=sampling.max_new_tokens,
+            do_sample=not greedy,
+            temperature=None if greedy else sampling.temperature,
+            top_p=None if greedy else sampling.top_p,
+            top_k=None if greedy else 0,
+            repetition_penalty=1.0,
+            eos_token_id=sorted(self._stop_ids()),
+            pad_token_id=tokenizer.pad_token_id,
+        )
+
+    def _stop_ids(self) -> set[int]:
+        tokenizer = self.policy.tokenizer
+        configured = self.policy.model.generation_config.eos_token_id
+        eos = configured if isinstance(configured, list) else [configured]
+        return {t for t in [*eos, tokenizer.eos_token_id, tokenizer.pad_token_id] if t is not None}

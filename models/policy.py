@@ -1,0 +1,176 @@
+"""One base model in memory carrying two LoRA adapters, the agent and the simulator."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from peft import LoraConfig, PeftModel, get_peft_model
+from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenizerBase
+
+from models.loading import make_readable
+
+ROLES = ("agent", "simulator")
+
+
+@dataclass(frozen=True)
+class LoraSettings:
+    r: int = 8
+    alpha: int = 16
+    dropout: float = 0.0
+    target_modules: tuple[str, ...] = ("q_proj", "v_proj")
+
+    def peft_config(self) -> LoraConfig:
+        return LoraConfig(
+            r=self.r,
+            lora_alpha=self.alpha,
+            lora_dropout=self.dropout,
+            target_modules=list(self.target_modules),
+            task_type="CAUSAL_LM",
+        )
+
+
+class PolicyPair:
+    """One base model in memory, two named LoRA adapters 'agent' and 'simulator'."""
+
+    def __init__(self, model: PeftModel, tokenizer: PreTrainedTokenizerBase) -> None:
+        self.model = model
+        self.tokenizer = tokenizer
+
+    @classmethod
+    def load(
+        cls,
+        base_path: Path,
+        lora: LoraSettings,
+        adapters: Mapping[str, Path | None] | None = None,
+        seed: int = 0,
+    ) -> PolicyPair:
+        """Load the base once; each role gets its saved adapter or a fresh one (B = 0, so it equals the base)."""
+        adapters = adapters or {}
+        unknown = set(adapters) - set(ROLES)
+        if unknown:
+            raise ValueError(f"unknown adapter roles {sorted(unknown)}; expected {ROLES}")
+        tokenizer = AutoTokenizer.from_pretrained(base_path)
+        tokenizer.padding_side = "left"
+        if tokenizer.pad_token is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        base = AutoModelForCausalLM.from_pretrained(base_path, dtype=torch.float32).to(device)
+        model: PeftModel | None = None
+        for index, role in enumerate(ROLES):
+            model = _attach(base, model, role, adapters.get(role), lora, seed + index)
+        pair = cls(model, tokenizer)
+        pair.activate(ROLES[0])
+        return pair
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    def activate(self, role: str) -> None:
+        """Route forward passes through `role` and make only its LoRA weights trainable."""
+        _check_role(role)
+        self.model.set_adapter(role)
+        for name, param in self.model.named_parameters():
+            param.requires_grad = _adapter_of(name) == role
+
+    def trainable_parameters(self) -> list[torch.nn.Parameter]:
+        return [p for p in self.model.parameters() if p.requires_grad]
+
+    def save_adapter(self, role: str, folder: Path) -> None:
+        """Write `role`'s adapter to `folder`, replacing it atomically so readers never see a partial adapter."""
+        _check_role(role)
+        folder = Path(folder)
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
+        try:
+            self.model.save_pretrained(staging, selected_adapters=[role])
+            saved = staging / role
+            make_readable(saved)
+            if folder.exists():
+                old = staging / "previous"
+                folder.rename(old)
+            saved.rename(folder)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+
+    @contextmanager
+    def reference(self) -> Iterator[None]:
+        """The base with all adapters disabled: the KL reference (the initial agent and simulator)."""
+        with self.model.disable_adapter():
+            yield
+
+    def completion_logprobs(
+        self, prompts: Sequence[Sequence[int]], completions: Sequence[Sequence[int]]
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Log-softmax over the vocabulary at each completion token, for the active adapter.
+
+        Rows are prompt + completion, left-padded so every completion ends at the right edge; only the last
+        C + 1 positions get logits (C = longest completion). Returns (log_probs [B, C, V], targets [B, C],
+        mask [B, C]); column j of a row with c tokens holds its completion token j - (C - c).
+        """
+        if any(len(p) == 0 for p in prompts):
+            raise ValueError("every row needs a non-empty prompt: its first completion token is scored from it")
+        width = max(len(c) for c in completions)
+        lengths = [len(p) + len(c) for p, c in zip(prompts, completions, strict=True)]
+        total = max(lengths)
+        pad = self.tokenizer.pad_token_id
+        input_ids = torch.full((len(lengths), total), pad, dtype=torch.long)
+        attention = torch.zeros((len(lengths), total), dtype=torch.long)
+        mask = torch.zeros((len(lengths), width), dtype=torch.bool)
+        for row, (prompt, completion) in enumerate(zip(prompts, completions, strict=True)):
+            tokens = list(prompt) + list(completion)
+            input_ids[row, total - len(tokens) :] = torch.tensor(tokens, dtype=torch.long)
+            attention[row, total - len(tokens) :] = 1
+            mask[row, width - len(completion) :] = True
+        positions = (attention.cumsum(-1) - 1).clamp(min=0)
+        device = self.device
+        logits = self.model(
+            input_ids=input_ids.to(device),
+            attention_mask=attention.to(device),
+            position_ids=positions.to(device),
+            logits_to_keep=width + 1,
+        ).logits[:, :-1]
+        targets = input_ids[:, total - width :].to(device)
+        return logits.float().log_softmax(-1), targets, mask.to(device)
+
+
+def _attach(
+    base: torch.nn.Module,
+    model: PeftModel | None,
+    role: str,
+    folder: Path | None,
+    lora: LoraSettings,
+    seed: int,
+) -> PeftModel:
+    """Add one adapter; fresh ones draw LoRA A from `seed` without disturbing the global RNG."""
+    if folder is not None:
+        if model is None:
+            return PeftModel.from_pretrained(base, folder, adapter_name=role, is_trainable=True)
+        model.load_adapter(folder, adapter_name=role, is_trainable=True)
+        return model
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        if model is None:
+            return get_peft_model(base, lora.peft_config(), adapter_name=role)
+        model.add_adapter(role, lora.peft_config())
+    return model
+
+
+def _adapter_of(param_name: str) -> str | None:
+    """'...q_proj.lora_A.agent.weight' -> 'agent'; None for base weights."""
+    parts = param_name.split(".")
+    for index, part in enumerate(parts[:-1]):
+        if part.startswith("lora_"):
+            return parts[index + 1]
+    return None
+
+
+def _check_role(role: str) -> None:
+    if role not in ROLES:
+        raise ValueError(f"unknown role {role!r}; expected one of {ROLES}")

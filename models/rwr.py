@@ -1,0 +1,123 @@
+"""Reward-weighted regression: weighted SFT plus KL to the adapter-free base (warm start and simulator update)."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from models.generation import encode_prompt
+from models.policy import PolicyPair
+
+
+@dataclass(frozen=True)
+class WeightedExample:
+    prompt_ids: list[int]
+    target_ids: list[int]
+    weight: float
+
+
+def encode_example(
+    tokenizer, messages: list[dict[str, str]], target: str, weight: float = 1.0, max_tokens: int = 1024
+) -> WeightedExample:
+    """Prompt as the model sees it at generation time; the target ends with EOS so the model learns to stop.
+
+    Over-long prompts lose their oldest tokens; a target that leaves no room for a prompt is an error.
+    """
+    prompt_ids = encode_prompt(tokenizer, messages)
+    target_ids = tokenizer(target, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+    room = max_tokens - len(target_ids)
+    if room < 1:
+        raise ValueError(f"target of {len(target_ids)} tokens does not fit in max_tokens={max_tokens}")
+    return WeightedExample(prompt_ids[-room:], target_ids, weight)
+
+
+def weighted_sft(
+    policy: PolicyPair,
+    role: str,
+    examples: Sequence[WeightedExample],
+    *,
+    lr: float,
+    kl_coef: float,
+    epochs: int = 1,
+    batch_size: int = 8,
+    seed: int = 0,
+    max_grad_norm: float = 1.0,
+    progress: Callable[[int], None] | None = None,
+) -> list[dict]:
+    """One optimizer step per batch; `progress(n)` gets each batch's row count.
+
+    Loss = sum_i w_i NLL_i / sum_i w_i + kl_coef * token-mean KL(pi_role || pi_ref) over target tokens, where
+    NLL_i is example i's mean target-token NLL and the KL is exact over the vocabulary. Zero-weight examples
+    carry no signal and are dropped before batching.
+    """
+    if any(e.weight < 0 for e in examples):
+        raise ValueError("weights must be non-negative")
+    kept = [e for e in examples if e.weight > 0]
+    if not kept:
+        return []
+    policy.activate(role)
+    params = policy.trainable_parameters()
+    optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
+    model = policy.model
+    was_training = model.training
+    model.train()
+    rng = random.Random(seed)
+    records: list[dict] = []
+    try:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            for _ in range(epochs):
+                order = list(kept)
+                rng.shuffle(order)
+                for start in range(0, len(order), batch_size):
+                    batch = order[start : start + batch_size]
+                    records.append(_step(policy, optimizer, params, batch, kl_coef, max_grad_norm, len(records)))
+                    if progress is not None:
+                        progress(len(batch))
+    finally:
+        optimizer.zero_grad(set_to_none=True)
+        model.train(was_training)
+    return records
+
+
+def _step(
+    policy: PolicyPair,
+    optimizer: torch.optim.Optimizer,
+    params: list[torch.nn.Parameter],
+    batch: Sequence[WeightedExample],
+    kl_coef: float,
+    max_grad_norm: float,
+    step: int,
+) -> dict:
+    started = time.perf_counter()
+    prompts = [e.prompt_ids for e in batch]
+    targets_ids = [e.target_ids for e in batch]
+    log_probs, targets, mask = policy.completion_logprobs(prompts, targets_ids)
+    token_nll = -log_probs.gather(-1, targets.unsqueeze(-1)).squeeze(-1) * mask
+    nll = token_nll.sum(-1) / mask.sum(-1).clamp(min=1)
+    weights = torch.tensor([e.weight for e in batch], dtype=nll.dtype, device=nll.device)
+    weighted_nll = (weights * nll).sum() / weights.sum()
+    kl = torch.zeros((), device=nll.device)
+    if kl_coef != 0.0:
+        with torch.no_grad(), policy.reference():
+            ref_log_probs, _, _ = policy.completion_logprobs(prompts, targets_ids)
+        per_token = (log_probs.exp() * (log_probs - ref_log_probs)).sum(-1)
+        kl = (per_token * mask).sum() / mask.sum().clamp(min=1)
+    loss = weighted_nll + kl_coef * kl
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    grad_norm = torch.nn.utils.clip_grad_norm_(params, max_grad_norm).item()
+    optimizer.step()
+    return {
+        "step": step,
+        "loss": loss.item(),
+        "nll": weighted_nll.item(),
+        "kl": kl.item(),
+        "n_rows": len(batch),
+        "seconds": time.perf_counter() - started,
+        "grad_norm": grad_norm,
+    }

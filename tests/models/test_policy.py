@@ -1,0 +1,114 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import AutoModelForCausalLM
+
+from models.policy import ROLES, LoraSettings, PolicyPair
+
+PROMPTS = [[1, 40, 41, 42, 43], [1, 50, 51]]
+COMPLETIONS = [[60, 61], [62, 63, 64]]  # lengths 7 and 6: row 1 is left-padded
+
+
+def logits(policy: PolicyPair, role: str) -> torch.Tensor:
+    policy.activate(role)
+    with torch.no_grad():
+        log_probs, _, _ = policy.completion_logprobs(PROMPTS, COMPLETIONS)
+    return log_probs
+
+
+def perturb(policy: PolicyPair, role: str) -> None:
+    """Give the adapter non-zero B so it actually changes the model."""
+    with torch.no_grad():
+        for name, param in policy.model.named_parameters():
+            if f"lora_B.{role}." in name:
+                param.normal_(0.0, 0.5)
+
+
+def test_fresh_adapters_equal_the_base(policy: PolicyPair, tiny_model_dir: Path) -> None:
+    base = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    ids = torch.tensor([[1, 40, 41, 42, 43, 60, 61]])
+    with torch.no_grad():
+        expected = base(ids).logits
+        for role in ROLES:
+            policy.activate(role)
+            assert torch.allclose(policy.model(ids).logits, expected, atol=1e-6)
+
+
+def test_fresh_adapters_are_seeded(tiny_model_dir: Path) -> None:
+    def lora_a(seed: int) -> list[torch.Tensor]:
+        pair = PolicyPair.load(tiny_model_dir, LoraSettings(), seed=seed)
+        return [p.detach().clone() for n, p in pair.model.named_parameters() if "lora_A" in n]
+
+    first, again, other = lora_a(3), lora_a(3), lora_a(4)
+    assert all(torch.equal(a, b) for a, b in zip(first, again, strict=True))
+    assert not all(torch.equal(a, b) for a, b in zip(first, other, strict=True))
+
+
+def test_tokenizer_pads_left(policy: PolicyPair) -> None:
+    assert policy.tokenizer.padding_side == "left"
+    assert policy.tokenizer.pad_token_id is not None
+
+
+def test_activate_makes_only_that_adapter_trainable(policy: PolicyPair) -> None:
+    for role in ROLES:
+        policy.activate(role)
+        trainable = {n for n, p in policy.model.named_parameters() if p.requires_grad}
+        assert trainable
+        assert all("lora_" in n and f".{role}." in n for n in trainable)
+        assert policy.model.active_adapter == role
+    with pytest.raises(ValueError, match="unknown role"):
+        policy.activate("critic")
+
+
+def test_adapters_are_independent_and_reference_disables_them(policy: PolicyPair) -> None:
+    base = logits(policy, "simulator")
+    perturb(policy, "agent")
+    assert not torch.allclose(logits(policy, "agent"), base)
+    assert torch.equal(logits(policy, "simulator"), base)
+    policy.activate("agent")
+    with torch.no_grad(), policy.reference():
+        reference, _, _ = policy.completion_logprobs(PROMPTS, COMPLETIONS)
+    assert torch.allclose(reference, base, atol=1e-6)
+    assert not torch.allclose(logits(policy, "agent"), base)
+
+
+def test_save_and_load_round_trip(policy: PolicyPair, tiny_model_dir: Path, tmp_path: Path) -> None:
+    perturb(policy, "agent")
+    perturb(policy, "simulator")
+    expected = {role: logits(policy, role) for role in ROLES}
+    for role in ROLES:
+        policy.save_adapter(role, tmp_path / role)
+        policy.save_adapter(role, tmp_path / role)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(ROLES)
+    assert (tmp_path / "agent" / "adapter_config.json").is_file()
+    reloaded = PolicyPair.load(tiny_model_dir, LoraSettings(), {r: tmp_path / r for r in ROLES})
+    for role in ROLES:
+        assert torch.equal(logits(reloaded, role), expected[role])
+
+
+def test_load_mixes_saved_and_fresh_adapters(policy: PolicyPair, tiny_model_dir: Path, tmp_path: Path) -> None:
+    base = logits(policy, "agent")
+    perturb(policy, "simulator")
+    policy.save_adapter("simulator", tmp_path / "sim")
+    expected = logits(policy, "simulator")
+    reloaded = PolicyPair.load(tiny_model_dir, LoraSettings(), {"agent": None, "simulator": tmp_path / "sim"})
+    assert torch.equal(logits(reloaded, "simulator"), expected)
+    assert torch.allclose(logits(reloaded, "agent"), base, atol=1e-6)
+
+
+def test_completion_logprobs_align_with_unbatched_forward(policy: PolicyPair) -> None:
+    perturb(policy, "agent")
+    policy.activate("agent")
+    with torch.no_grad():
+        log_probs, targets, mask = policy.completion_logprobs(PROMPTS, COMPLETIONS)
+    for row, (prompt, completion) in enumerate(zip(PROMPTS, COMPLETIONS, strict=True)):
+        with torch.no_grad():
+            full = policy.model(torch.tensor([prompt + completion])).logits[0].log_softmax(-1)
+        expected = full[len(prompt) - 1 : -1]
+        width = log_probs.shape[1]
+        assert mask[row].tolist() == [False] * (width - len(completion)) + [True] * len(completion)
+        assert targets[row, mask[row]].tolist() == completion
+        assert torch.allclose(log_probs[row, mask[row]], expected, atol=1e-5)

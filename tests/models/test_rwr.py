@@ -1,0 +1,75 @@
+from __future__ import annotations
+
+import pytest
+
+from models.generation import SamplingSettings, TransformersBackend, encode_prompt
+from models.policy import LoraSettings, PolicyPair
+from models.rwr import WeightedExample, encode_example, weighted_sft
+
+QUESTIONS = {"France": "Paris", "Japan": "Tokyo"}
+
+
+def messages(country: str) -> list[dict[str, str]]:
+    return [{"role": "user", "content": f"What is the capital of {country}?"}]
+
+
+def examples(policy: PolicyPair, weight: float = 1.0) -> list[WeightedExample]:
+    return [encode_example(policy.tokenizer, messages(c), a, weight) for c, a in QUESTIONS.items()]
+
+
+def test_encode_example(policy: PolicyPair) -> None:
+    tokenizer = policy.tokenizer
+    example = encode_example(tokenizer, messages("France"), "Paris", weight=0.5)
+    assert example.prompt_ids == encode_prompt(tokenizer, messages("France"))
+    assert example.target_ids == tokenizer("Paris", add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+    assert example.weight == 0.5
+    short = encode_example(tokenizer, messages("France"), "Paris", max_tokens=12)
+    assert len(short.prompt_ids) + len(short.target_ids) == 12
+    assert short.prompt_ids == example.prompt_ids[-len(short.prompt_ids) :]
+    with pytest.raises(ValueError, match="does not fit"):
+        encode_example(tokenizer, messages("France"), "Paris " * 20, max_tokens=8)
+
+
+def test_sft_learns_the_targets_and_to_stop(policy: PolicyPair) -> None:
+    records = weighted_sft(policy, "simulator", examples(policy) * 4, lr=3e-2, kl_coef=0.1, epochs=10)
+    assert len(records) == 10
+    assert set(records[0]) >= {"step", "loss", "nll", "kl", "n_rows", "seconds"}
+    assert records[0]["kl"] == pytest.approx(0.0, abs=1e-7)
+    assert records[-1]["nll"] < records[0]["nll"] / 3
+    assert records[-1]["kl"] > 0
+    completions = TransformersBackend(policy).generate(
+        "simulator", [messages(c) for c in QUESTIONS], SamplingSettings(max_new_tokens=8, temperature=0)
+    )
+    assert [c.text for c in completions] == list(QUESTIONS.values())
+    assert all(c.finished for c in completions)
+
+
+def test_zero_weight_examples_change_nothing(policy: PolicyPair, tiny_model_dir, snapshot, unchanged) -> None:
+    before = snapshot(policy, "agent")
+    assert weighted_sft(policy, "agent", examples(policy, weight=0.0), lr=1e-2, kl_coef=0.1) == []
+    assert unchanged(snapshot(policy, "agent"), before)
+    kept = examples(policy)[:1]
+    ignored = [WeightedExample(e.prompt_ids, e.target_ids, 0.0) for e in examples(policy)[1:]]
+    weighted_sft(policy, "agent", kept, lr=1e-2, kl_coef=0.1, epochs=2)
+    with_kept_only = snapshot(policy, "agent")
+    fresh = PolicyPair.load(tiny_model_dir, LoraSettings())
+    weighted_sft(fresh, "agent", kept + ignored, lr=1e-2, kl_coef=0.1, epochs=2)
+    assert unchanged(snapshot(fresh, "agent"), with_kept_only)
+
+
+def test_weights_scale_the_nll(policy: PolicyPair) -> None:
+    """lr 0 leaves the model alone, so each record's nll is a pure function of the batch and its weights."""
+    france, japan = examples(policy)
+    [alone_france] = weighted_sft(policy, "agent", [france], lr=0.0, kl_coef=0.0)
+    [alone_japan] = weighted_sft(policy, "agent", [japan], lr=0.0, kl_coef=0.0)
+    assert alone_france["nll"] != pytest.approx(alone_japan["nll"])
+    for weight in (1.0, 3.0):
+        scaled = WeightedExample(france.prompt_ids, france.target_ids, weight)
+        [record] = weighted_sft(policy, "agent", [scaled, japan], lr=0.0, kl_coef=0.0)
+        expected = (weight * alone_france["nll"] + alone_japan["nll"]) / (weight + 1)
+        assert record["nll"] == pytest.approx(expected, rel=1e-5)
+
+
+def test_negative_weights_are_rejected(policy: PolicyPair) -> None:
+    with pytest.raises(ValueError, match="non-negative"):
+        weighted_sft(policy, "agent", examples(policy, weight=-1.0), lr=1e-2, kl_coef=0.0)

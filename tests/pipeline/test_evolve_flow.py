@@ -1,0 +1,156 @@
+"""Two generations of the real evolve flow on a tiny random model, through a real Prefect server."""
+
+import json
+import math
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from genenv.config import GenEnvConfig
+from tasks.context import run_config
+from warehouse.query import query
+from warehouse.store import Warehouse
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def finished_run(tiny_model_dir, prefect_server, tmp_path_factory):
+    from flows.evolve import evolve
+
+    data = tmp_path_factory.mktemp("run")
+    config = GenEnvConfig(
+        run_name="e2e",
+        model=str(tiny_model_dir),
+        data_dir=str(data),
+        generations=2,
+        seeds_per_generation=3,
+        variations_per_seed=2,
+        rollouts_per_task=2,
+        pool_tasks_per_generation=2,
+        simulator_max_new_tokens=24,
+        agent_max_new_tokens=12,
+        warm_start_epochs=1,
+        max_heldout=4,
+        train_batch_size=16,
+        generation_batch_size=32,
+    )
+    run_id = evolve(config.to_dict())
+    return config, run_id, Warehouse(config.resolved_warehouse_uri)
+
+
+def test_every_generation_is_committed_with_its_snapshot(finished_run):
+    config, run_id, warehouse = finished_run
+    generations = warehouse.committed(run_id)
+    assert generations["generation"].to_list() == [0, 1, 2]
+    for row in generations.iter_rows(named=True):
+        assert Path(row["agent_checkpoint"]).is_dir() and Path(row["simulator_checkpoint"]).is_dir()
+        versions = json.loads(row["table_versions"])
+        assert set(versions) == {"tasks", "pool", "trajectories", "batches", "training"}
+        metrics = json.loads(row["metrics"])
+        assert {"valid_rate", "mean_p_hat", "band_share", "heldout_success"} <= set(metrics)
+    assert warehouse.read("runs").height == 1
+
+
+def test_tasks_keep_every_simulator_output_with_a_reason(finished_run):
+    config, run_id, warehouse = finished_run
+    from domains.tool_call.domain import REJECT_REASONS
+
+    tasks = warehouse.read("tasks", run_id=run_id)
+    seeds = tasks.filter(generation=0)
+    assert seeds["origin"].unique().to_list() == ["seed"] and seeds.height >= 200
+    for g in (1, 2):
+        fresh = tasks.filter(generation=g)
+        assert fresh.height == config.seeds_per_generation * config.variations_per_seed
+        assert fresh["raw_output"].null_count() == 0
+        assert (fresh["valid"] == fresh["reject_reason"].is_null()).all()
+        assert set(fresh["reject_reason"].drop_nulls()) <= set(REJECT_REASONS)
+    assert tasks["task_id"].n_unique() == tasks.height
+
+
+def test_trajectories_match_the_rollout_plan(finished_run):
+    config, run_id, warehouse = finished_run
+    tasks = warehouse.read("tasks", run_id=run_id)
+    trajectories = warehouse.read("trajectories", run_id=run_id)
+    k = config.rollouts_per_task
+    heldout_seeds = tasks.filter(heldout=True, valid=True).height
+    for g in (0, 1, 2):
+        t = trajectories.filter(generation=g)
+        assert t.filter(purpose="heldout").height == min(config.max_heldout, heldout_seeds)
+        if g == 0:
+            assert set(t["purpose"]) == {"heldout"}
+            continue
+        valid_fresh = tasks.filter(generation=g, valid=True).height
+        assert t.filter(purpose="fresh").height == valid_fresh * k
+        assert t.filter(purpose="pool").height == config.pool_tasks_per_generation * k
+    assert trajectories["trajectory_id"].n_unique() == trajectories.height
+    assert ((trajectories["reward"] >= 0) & (trajectories["reward"] <= 1)).all()
+    assert (trajectories["solved"] == (trajectories["reward"] >= config.solved_threshold)).all()
+    assert (trajectories["prompt_tokens"] == trajectories["prompt_ids"].list.len()).all()
+    assert (trajectories["completion_tokens"] <= config.agent_max_new_tokens).all()
+    heldout_ids = set(tasks.filter(heldout=True)["task_id"])
+    assert set(trajectories.filter(purpose="heldout")["task_id"]) <= heldout_ids
+    trained_on = set(trajectories.filter(pl.col("purpose") != "heldout")["task_id"])
+    assert not trained_on & heldout_ids
+
+
+def test_batches_follow_the_alpha_curriculum(finished_run):
+    config, run_id, warehouse = finished_run
+    tasks = warehouse.read("tasks", run_id=run_id)
+    batches = warehouse.read("batches", run_id=run_id)
+    assert batches.group_by("generation").len().sort("generation")["len"].to_list() == [3, 3]
+    for b in batches.iter_rows(named=True):
+        variations = tasks.filter(batch_id=b["batch_id"])
+        assert b["n_variations"] == variations.height == config.variations_per_seed
+        assert b["n_valid"] == variations.filter(valid=True).height
+        if b["n_valid"] == 0:
+            assert b["p_hat"] is None and b["generator_reward"] == 0 and not b["in_band"]
+        else:
+            assert b["generator_reward"] == pytest.approx(math.exp(-config.beta * (b["p_hat"] - config.alpha) ** 2))
+            assert b["in_band"] == (abs(b["p_hat"] - config.alpha) <= config.k_min)
+        assert (b["rwr_weight"] > 0) == b["in_band"]
+
+
+def test_pools_grow_with_valid_tasks_only(finished_run):
+    config, run_id, warehouse = finished_run
+    tasks = warehouse.read("tasks", run_id=run_id)
+    pool = warehouse.read("pool", run_id=run_id)
+    train = pool.filter(pool="train")
+    seeds = tasks.filter(generation=0, heldout=False, valid=True)
+    assert sorted(train.filter(generation=0)["task_id"]) == sorted(seeds["task_id"])
+    for g in (1, 2):
+        valid = tasks.filter(generation=g, valid=True)
+        assert sorted(train.filter(generation=g)["task_id"]) == sorted(valid["task_id"])
+    assert train["task_id"].n_unique() == train.height
+    kept = warehouse.read("batches", run_id=run_id).filter(in_band=True)["batch_id"]
+    env_tasks = tasks.filter(pl.col("task_id").is_in(pool.filter(pool="env")["task_id"].implode()))
+    assert env_tasks["valid"].all() and env_tasks["batch_id"].is_in(kept.implode()).all()
+
+
+def test_both_models_trained_every_generation(finished_run):
+    config, run_id, warehouse = finished_run
+    training = warehouse.read("training", run_id=run_id)
+    warm = training.filter(generation=0)
+    assert set(warm["role"]) == {"agent", "simulator"} and set(warm["phase"]) == {"warm_start"}
+    for g in (1, 2):
+        grpo = training.filter(generation=g, role="agent")
+        assert grpo.height == config.agent_steps and set(grpo["phase"]) == {"grpo"}
+    assert training["loss"].is_finite().all()
+
+
+def test_sql_answers_one_row_per_committed_generation(finished_run):
+    config, run_id, warehouse = finished_run
+    result = query(warehouse, "SELECT generation, avg(reward) AS r FROM trajectories GROUP BY 1 ORDER BY 1")
+    assert result["generation"].to_list() == [0, 1, 2]
+
+
+def test_rerunning_the_flow_resumes_without_duplicating(finished_run):
+    from flows.evolve import evolve
+
+    config, run_id, warehouse = finished_run
+    before = {t: warehouse.version(t) for t in ("tasks", "pool", "trajectories", "batches", "training", "generations")}
+    assert evolve(config.to_dict(), run_id=run_id) == run_id
+    after = {t: warehouse.version(t) for t in before}
+    assert after == before
+    assert run_config(config.resolved_warehouse_uri, run_id) == config
