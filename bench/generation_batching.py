@@ -5,6 +5,7 @@ Usage: python bench/generation_batching.py [CACHE_DIR]   (default ./data/models)
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -59,7 +60,8 @@ def main() -> None:
     batched, batched_s = timed(backend, conversations, one_at_a_time=False)
     same = sum(a.completion_ids == b.completion_ids for a, b in zip(sequential, batched, strict=True))
     slow, fast = tokens_per_second(sequential, sequential_s), tokens_per_second(batched, batched_s)
-    print(f"torch threads {torch.get_num_threads()}, max_new_tokens {SAMPLING.max_new_tokens}, greedy")
+    load = os.getloadavg()[0]
+    print(f"torch threads {torch.get_num_threads()}, load average {load:.1f}, max_new_tokens {SAMPLING.max_new_tokens}")
     print(f"example: {QUESTIONS[0]!r} -> {batched[0].text!r}")
     print(f"identical completions: {same}/{len(conversations)}")
     print(f"sequential {slow:.1f} tok/s | batched({len(conversations)}) {fast:.1f} tok/s | ratio {fast / slow:.1f}x")

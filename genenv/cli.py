@@ -20,6 +20,7 @@ DEFAULT_WAREHOUSE = str(Path("data") / "warehouse")
 def _prepare_environment(config: GenEnvConfig) -> None:
     """Keep caches and Prefect's state inside the project's data folder; no analytics calls home."""
     data = Path(config.data_dir).resolve()
+    (data / "prefect").mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("HF_HOME", str(data / "hf"))
     os.environ.setdefault("PREFECT_HOME", str(data / "prefect"))
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")

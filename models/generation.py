@@ -25,7 +25,8 @@ class Completion:
     text: str
     prompt_ids: list[int]
     completion_ids: list[int]
-    finished: bool  # False when generation stopped at max_new_tokens
+    finished: bool
+    """True when it ended with a stop token (the last of completion_ids); False at max_new_tokens."""
 
 
 class GenerationBackend(Protocol):
@@ -104,7 +105,7 @@ class TransformersBackend:
             input_ids[row, width - len(prompt) :] = torch.tensor(prompt, dtype=torch.long)
             attention[row, width - len(prompt) :] = 1
         device = self.policy.device
-        with torch.inference_mode():
+        with torch.inference_mode(), self.policy.autocast():
             output = self.policy.model.generate(
                 input_ids=input_ids.to(device),
                 attention_mask=attention.to(device),
@@ -114,7 +115,8 @@ class TransformersBackend:
         completions = []
         for prompt, row in zip(prompts, output[:, width:].tolist(), strict=True):
             end = next((j for j, token in enumerate(row) if token in stops), None)
-            ids = row if end is None else row[:end]
+            # The stop token stays in the ids: GRPO must also reinforce (or discourage) stopping there.
+            ids = row if end is None else row[: end + 1]
             text = tokenizer.decode(ids, skip_special_tokens=True).strip()
             completions.append(Completion(text, list(prompt), ids, finished=end is not None))
         return completions

@@ -60,6 +60,8 @@ def grpo_update(
     total_tokens = sum(len(s.completion_ids) for s in samples)
     if total_tokens == 0 or all(a == 0.0 for a in advantages):
         return [_skipped(step, len(samples), progress) for step in range(steps)]
+    # Without a KL term a zero-advantage row contributes exactly nothing: skip its forward pass.
+    rows = [i for i, a in enumerate(advantages) if kl_coef != 0.0 or a != 0.0]
     policy.activate(role)
     params = policy.trainable_parameters()
     optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
@@ -72,11 +74,12 @@ def grpo_update(
             started = time.perf_counter()
             optimizer.zero_grad(set_to_none=True)
             loss_sum = kl_sum = 0.0
-            for start in range(0, len(samples), micro_batch_size):
-                batch = samples[start : start + micro_batch_size]
+            for start in range(0, len(rows), micro_batch_size):
+                batch = [samples[i] for i in rows[start : start + micro_batch_size]]
                 if not any(s.completion_ids for s in batch):
                     continue
-                loss, kl = _micro_batch_loss(policy, batch, advantages[start : start + micro_batch_size], kl_coef)
+                batch_advantages = [advantages[i] for i in rows[start : start + micro_batch_size]]
+                loss, kl = _micro_batch_loss(policy, batch, batch_advantages, kl_coef)
                 (loss / total_tokens).backward()
                 loss_sum += loss.item()
                 kl_sum += kl

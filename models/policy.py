@@ -16,6 +16,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenize
 from models.loading import make_readable
 
 ROLES = ("agent", "simulator")
+PRECISIONS = ("float32", "bfloat16")
 
 
 @dataclass(frozen=True)
@@ -38,9 +39,12 @@ class LoraSettings:
 class PolicyPair:
     """One base model in memory, two named LoRA adapters 'agent' and 'simulator'."""
 
-    def __init__(self, model: PeftModel, tokenizer: PreTrainedTokenizerBase) -> None:
+    def __init__(self, model: PeftModel, tokenizer: PreTrainedTokenizerBase, precision: str = "float32") -> None:
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {sorted(PRECISIONS)}, got {precision!r}")
         self.model = model
         self.tokenizer = tokenizer
+        self.precision = precision
 
     @classmethod
     def load(
@@ -49,6 +53,7 @@ class PolicyPair:
         lora: LoraSettings,
         adapters: Mapping[str, Path | None] | None = None,
         seed: int = 0,
+        precision: str = "float32",
     ) -> PolicyPair:
         """Load the base once; each role gets its saved adapter or a fresh one (B = 0, so it equals the base)."""
         adapters = adapters or {}
@@ -64,7 +69,7 @@ class PolicyPair:
         model: PeftModel | None = None
         for index, role in enumerate(ROLES):
             model = _attach(base, model, role, adapters.get(role), lora, seed + index)
-        pair = cls(model, tokenizer)
+        pair = cls(model, tokenizer, precision)
         pair.activate(ROLES[0])
         return pair
 
@@ -99,6 +104,10 @@ class PolicyPair:
         finally:
             shutil.rmtree(staging, ignore_errors=True)
 
+    def autocast(self) -> torch.autocast:
+        """Forward passes in bfloat16 when asked (about 2x faster on CPUs with bf16 units); weights stay fp32."""
+        return torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.precision == "bfloat16")
+
     @contextmanager
     def reference(self) -> Iterator[None]:
         """The base with all adapters disabled: the KL reference (the initial agent and simulator)."""
@@ -130,12 +139,13 @@ class PolicyPair:
             mask[row, width - len(completion) :] = True
         positions = (attention.cumsum(-1) - 1).clamp(min=0)
         device = self.device
-        logits = self.model(
-            input_ids=input_ids.to(device),
-            attention_mask=attention.to(device),
-            position_ids=positions.to(device),
-            logits_to_keep=width + 1,
-        ).logits[:, :-1]
+        with self.autocast():
+            logits = self.model(
+                input_ids=input_ids.to(device),
+                attention_mask=attention.to(device),
+                position_ids=positions.to(device),
+                logits_to_keep=width + 1,
+            ).logits[:, :-1]
         targets = input_ids[:, total - width :].to(device)
         return logits.float().log_softmax(-1), targets, mask.to(device)
 

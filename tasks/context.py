@@ -80,8 +80,8 @@ def stage_result(ref: GenerationRef, stage: str, started: float, **counts: Any) 
 
 
 @contextmanager
-def progress_bar(description: str, total: int) -> Iterator[tqdm]:
-    with tqdm(total=total, desc=description, unit="it", leave=False, dynamic_ncols=True) as bar:
+def progress_bar(description: str, total: int, unit: str = "row") -> Iterator[tqdm]:
+    with tqdm(total=total, desc=description, unit=unit, leave=False, dynamic_ncols=True) as bar:
         yield bar
 
 

@@ -57,7 +57,7 @@ def finetune(ref: GenerationRef) -> dict:
     policy = RUNTIME.training(config, committed_checkpoints(ref, ref.generation - 1))
 
     samples = agent_groups(ref)
-    with progress_bar(f"g{ref.generation} GRPO agent", config.agent_steps) as bar:
+    with progress_bar(f"g{ref.generation} GRPO agent", config.agent_steps, unit="step") as bar:
         agent_log = grpo_update(
             policy,
             "agent",
@@ -73,8 +73,7 @@ def finetune(ref: GenerationRef) -> dict:
     records = simulator_records(ref)
     examples = [encode_example(policy.tokenizer, ctx, target, weight) for ctx, target, weight in records]
     if examples:
-        steps = config.simulator_epochs * -(-len(examples) // config.train_batch_size)
-        with progress_bar(f"g{ref.generation} RWR simulator", steps) as bar:
+        with progress_bar(f"g{ref.generation} RWR simulator", config.simulator_epochs * len(examples)) as bar:
             simulator_log = weighted_sft(
                 policy,
                 "simulator",

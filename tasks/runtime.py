@@ -22,16 +22,16 @@ Checkpoints = tuple[str | None, str | None]
 class ModelRuntime:
     def __init__(self) -> None:
         self._policy: PolicyPair | None = None
-        self._identity: tuple[str, LoraSettings, int] | None = None
+        self._identity: tuple[str, LoraSettings, int, str] | None = None
         self._loaded_from: Checkpoints | None = None
 
     def policy(self, config: GenEnvConfig, checkpoints: Checkpoints) -> PolicyPair:
         base = resolve_base_model(config.model, Path(config.data_dir).resolve() / "models")
         lora = LoraSettings(r=config.lora_r, alpha=config.lora_alpha)
-        identity = (str(base), lora, config.seed)
+        identity = (str(base), lora, config.seed, config.precision)
         if self._policy is None or self._identity != identity or self._loaded_from != checkpoints:
             adapters = {role: Path(c) if c else None for role, c in zip(ROLES, checkpoints, strict=True)}
-            self._policy = PolicyPair.load(base, lora, adapters=adapters, seed=config.seed)
+            self._policy = PolicyPair.load(base, lora, adapters=adapters, seed=config.seed, precision=config.precision)
             self._identity, self._loaded_from = identity, checkpoints
         return self._policy
 

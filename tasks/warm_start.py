@@ -13,7 +13,7 @@ from pathlib import Path
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from curriculum.pools import generation_rng
+from curriculum.pools import draw, generation_rng
 from models.rwr import encode_example, weighted_sft
 from tasks.context import GenerationRef, load_tasks, pool_ids, progress_bar, stage_result
 from tasks.runtime import RUNTIME, own_checkpoints, save_policy
@@ -31,26 +31,26 @@ def warm_start(ref: GenerationRef) -> dict:
         save_policy(ref, policy)
         return stage_result(ref, "warm_start", started, agent_rows=0, simulator_rows=0)
 
-    seeds = list(load_tasks(ref, pool_ids(ref, "train", 0)).values())
     rng = generation_rng(config.seed, 0, "warm-start")
+    seeds = list(load_tasks(ref, pool_ids(ref, "train", 0)).values())
+    chosen = draw(seeds, config.warm_start_examples or len(seeds), rng)
     by_family: dict[str, list] = {}
     for seed in seeds:
         by_family.setdefault(seed.family, []).append(seed)
     tokenizer = policy.tokenizer
-    agent_examples = [encode_example(tokenizer, domain.agent_messages(s), s.answer) for s in seeds]
+    agent_examples = [encode_example(tokenizer, domain.agent_messages(s), s.answer) for s in chosen]
     simulator_examples = [
         encode_example(
             tokenizer,
             domain.simulator_messages(seed, round(rng.random(), 2)),
             domain.simulator_target(rng.choice([s for s in by_family[seed.family] if s.task_id != seed.task_id])),
         )
-        for seed in seeds
+        for seed in chosen
         if len(by_family[seed.family]) > 1
     ]
     rows = []
     for role, examples in (("agent", agent_examples), ("simulator", simulator_examples)):
-        steps = config.warm_start_epochs * -(-len(examples) // config.train_batch_size)
-        with progress_bar(f"g0 warm start {role}", steps) as bar:
+        with progress_bar(f"g0 warm start {role}", config.warm_start_epochs * len(examples)) as bar:
             records = weighted_sft(
                 policy,
                 role,

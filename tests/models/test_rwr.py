@@ -42,6 +42,7 @@ def test_sft_learns_the_targets_and_to_stop(policy: PolicyPair) -> None:
     )
     assert [c.text for c in completions] == list(QUESTIONS.values())
     assert all(c.finished for c in completions)
+    assert all(c.completion_ids[-1] == policy.tokenizer.eos_token_id for c in completions)
 
 
 def test_zero_weight_examples_change_nothing(policy: PolicyPair, tiny_model_dir, snapshot, unchanged) -> None:
