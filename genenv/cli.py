@@ -54,7 +54,8 @@ def cmd_sql(args: argparse.Namespace) -> int:
     else:
         import polars as pl
 
-        with pl.Config(tbl_rows=200, tbl_cols=50, fmt_str_lengths=80, tbl_width_chars=200):
+        table_style = {"tbl_rows": 200, "tbl_cols": 50, "fmt_str_lengths": 80, "tbl_width_chars": 200}
+        with pl.Config(**table_style, tbl_hide_dataframe_shape=True):
             print(result)
     return 0
 

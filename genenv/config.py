@@ -120,7 +120,8 @@ class GenEnvConfig:
         ):
             need(getattr(self, name) >= 1, name, "must be >= 1")
         need(self.precision in ("float32", "bfloat16"), "precision", "must be float32 or bfloat16")
-        for name in ("pool_tasks_per_generation", "warm_start_epochs", "warm_start_examples", "simulator_epochs", "max_heldout"):
+        at_least_zero = ("pool_tasks_per_generation", "warm_start_epochs", "warm_start_examples", "simulator_epochs")
+        for name in (*at_least_zero, "max_heldout"):
             need(getattr(self, name) >= 0, name, "must be >= 0")
         need(0.0 < self.solved_threshold <= 1.0, "solved_threshold", "must be in (0, 1]")
         need(0.0 <= self.alpha <= 1.0, "alpha", "must be in [0, 1]")

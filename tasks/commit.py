@@ -12,7 +12,6 @@ from typing import Any
 import polars as pl
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
-from tqdm.auto import tqdm
 
 from tasks.context import GenerationRef, pool_ids, stage_result
 from tasks.runtime import own_checkpoints
@@ -85,7 +84,5 @@ def commit(ref: GenerationRef, stage_seconds: dict[str, float]) -> dict:
         seed=config.seed,
         metrics=metrics,
     )
-    line = summary_line(ref.generation, metrics)
-    tqdm.write(line)
-    get_run_logger().info(line)
+    get_run_logger().info(summary_line(ref.generation, metrics))
     return stage_result(ref, "commit", started, committed_at=str(row["committed_at"]))

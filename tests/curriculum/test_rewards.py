@@ -48,7 +48,8 @@ def test_alternative_generator_rewards():
 
 
 @pytest.mark.parametrize(
-    ("p_hat", "kept"), [(0.5, True), (0.4, True), (0.6, True), (0.39, False), (0.625, False), (0.0, False), (1.0, False)]
+    ("p_hat", "kept"),
+    [(0.5, True), (0.4, True), (0.6, True), (0.39, False), (0.625, False), (0.0, False), (1.0, False)],
 )
 def test_band_filter_keeps_only_batches_near_alpha(p_hat, kept):
     assert in_band(p_hat, PAPER) is kept

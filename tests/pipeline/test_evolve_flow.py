@@ -32,6 +32,7 @@ def finished_run(tiny_model_dir, prefect_server, tmp_path_factory):
         simulator_max_new_tokens=24,
         agent_max_new_tokens=12,
         warm_start_epochs=1,
+        warm_start_examples=32,
         max_heldout=4,
         train_batch_size=16,
         generation_batch_size=32,

@@ -1,0 +1,64 @@
+import json
+
+from genenv.cli import main
+from warehouse.schemas import now
+from warehouse.store import Warehouse
+
+
+def _filled_warehouse(root) -> Warehouse:
+    warehouse = Warehouse(str(root))
+    run = {
+        "run_id": "r1",
+        "run_name": "t",
+        "created_at": now(),
+        "config_json": "{}",
+        "config_hash": "h",
+        "model": "m",
+        "domain": "tool_call",
+        "parent_run_id": None,
+        "parent_generation": None,
+        "schema_version": 1,
+    }
+    warehouse.append("runs", [run])
+    for generation in (0, 1):
+        warehouse.append(
+            "pool",
+            [{"run_id": "r1", "generation": generation, "pool": "train", "task_id": f"t{generation}", "weight": 1.0}],
+        )
+        warehouse.commit_generation(
+            "r1", generation, agent_checkpoint="a", simulator_checkpoint="s", config_hash="h", seed=0, metrics={}
+        )
+    warehouse.append("pool", [{"run_id": "r1", "generation": 2, "pool": "train", "task_id": "t2", "weight": 1.0}])
+    return warehouse
+
+
+def test_sql_prints_committed_rows_in_each_format(tmp_path, capsys):
+    root = tmp_path / "wh"
+    _filled_warehouse(root)
+    sql = "SELECT generation, count(*) AS n FROM pool GROUP BY 1 ORDER BY 1"
+    assert main(["sql", "--warehouse", str(root), "--format", "csv", sql]) == 0
+    assert capsys.readouterr().out.splitlines() == ["generation,n", "0,1", "1,1"]
+    as_of_0 = ["--run", "r1", "--as-of-generation", "0"]
+    assert main(["sql", "--warehouse", str(root), "--format", "json", *as_of_0, sql]) == 0
+    assert [json.loads(line) for line in capsys.readouterr().out.splitlines()] == [{"generation": 0, "n": 1}]
+    assert main(["sql", "--warehouse", str(root), sql]) == 0
+    assert "generation" in capsys.readouterr().out
+
+
+def test_sql_refuses_writes_with_a_clear_message(tmp_path, capsys):
+    root = tmp_path / "wh"
+    _filled_warehouse(root)
+    assert main(["sql", "--warehouse", str(root), "DELETE FROM pool"]) == 2
+    assert "read-only warehouse: DELETE" in capsys.readouterr().err
+
+
+def test_bad_config_fails_before_anything_runs(tmp_path, capsys):
+    assert main(["evolve", "--set", "alpha=1.5", "--set", f"data_dir={tmp_path}"]) == 2
+    assert capsys.readouterr().err.strip() == "genenv: alpha: must be in [0, 1] (got 1.5)"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_config_lists_every_field(capsys):
+    assert main(["config"]) == 0
+    out = capsys.readouterr().out
+    assert "alpha (float, default 0.5)" in out and "k_min (float, default 0.1)" in out
