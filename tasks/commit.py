@@ -10,10 +10,10 @@ import time
 from typing import Any
 
 import polars as pl
-from prefect import get_run_logger, task
-from prefect.cache_policies import NO_CACHE
+from prefect import get_run_logger
 
 from tasks.context import GenerationRef, pool_ids, stage_result
+from tasks.options import stage
 from tasks.runtime import own_checkpoints
 
 
@@ -69,7 +69,7 @@ def summary_line(generation: int, m: dict[str, Any]) -> str:
     )
 
 
-@task(name="commit", cache_policy=NO_CACHE)
+@stage("commit")
 def commit(ref: GenerationRef, stage_seconds: dict[str, float]) -> dict:
     started = time.perf_counter()
     config = ref.config

@@ -5,17 +5,16 @@ from __future__ import annotations
 import time
 
 import polars as pl
-from prefect import task
-from prefect.cache_policies import NO_CACHE
 
 from models.generation import SamplingSettings
 from tasks.context import GenerationRef, load_tasks, stage_result
+from tasks.options import stage
 from tasks.rollout import answer_tasks
 from tasks.runtime import RUNTIME, own_checkpoints
 from tasks.verify import trajectory_rows
 
 
-@task(name="evaluate-heldout", cache_policy=NO_CACHE)
+@stage("evaluate-heldout", gpu=True)
 def evaluate_heldout(ref: GenerationRef) -> dict:
     started = time.perf_counter()
     config, warehouse = ref.config, ref.warehouse

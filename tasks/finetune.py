@@ -11,13 +11,12 @@ import json
 import time
 
 import polars as pl
-from prefect import task
-from prefect.cache_policies import NO_CACHE
 
 from curriculum.pools import draw, generation_rng
 from models.grpo import GroupSample, grpo_update
 from models.rwr import encode_example, weighted_sft
 from tasks.context import GenerationRef, load_tasks, progress_bar, stage_result
+from tasks.options import stage
 from tasks.runtime import RUNTIME, committed_checkpoints, save_policy
 from tasks.training_log import training_rows
 
@@ -48,7 +47,7 @@ def simulator_records(ref: GenerationRef) -> list[tuple[list[dict], str, float]]
     return [(json.loads(contexts[t]), domain.simulator_target(tasks[t]), weights[t]) for t in chosen]
 
 
-@task(name="finetune", cache_policy=NO_CACHE)
+@stage("finetune", gpu=True)
 def finetune(ref: GenerationRef) -> dict:
     started = time.perf_counter()
     config, warehouse = ref.config, ref.warehouse

@@ -10,13 +10,11 @@ from __future__ import annotations
 import json
 import time
 
-from prefect import task
-from prefect.cache_policies import NO_CACHE
-
 from curriculum.pools import draw, generation_rng
 from domains.base import ValidationContext
 from models.generation import SamplingSettings
 from tasks.context import GenerationRef, load_tasks, pool_ids, progress_bar, stage_result
+from tasks.options import stage
 from tasks.runtime import RUNTIME, committed_checkpoints
 from tasks.seed import benchmark_index
 
@@ -30,7 +28,7 @@ def recent_success_rate(ref: GenerationRef) -> float | None:
     return metrics.get("fresh_success", metrics.get("heldout_success"))
 
 
-@task(name="generate", cache_policy=NO_CACHE)
+@stage("generate", gpu=True)
 def generate(ref: GenerationRef) -> dict:
     started = time.perf_counter()
     config, warehouse, domain = ref.config, ref.warehouse, ref.domain

@@ -9,15 +9,14 @@ from __future__ import annotations
 import time
 
 import polars as pl
-from prefect import task
-from prefect.cache_policies import NO_CACHE
 
 from curriculum.batches import BatchOutcome, score_batches
 from curriculum.rewards import CurriculumParams
 from tasks.context import GenerationRef, stage_result
+from tasks.options import stage
 
 
-@task(name="rewards", cache_policy=NO_CACHE)
+@stage("rewards")
 def rewards(ref: GenerationRef) -> dict:
     started = time.perf_counter()
     config, warehouse = ref.config, ref.warehouse

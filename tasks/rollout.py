@@ -6,13 +6,12 @@ from __future__ import annotations
 import time
 
 import polars as pl
-from prefect import task
-from prefect.cache_policies import NO_CACHE
 
 from curriculum.pools import draw, generation_rng
 from domains.base import TaskInstance
 from models.generation import GenerationBackend, SamplingSettings
 from tasks.context import GenerationRef, load_tasks, pool_ids, progress_bar, stage_result
+from tasks.options import stage
 from tasks.runtime import RUNTIME, committed_checkpoints
 from tasks.staging import read_staged, write_staged
 
@@ -57,7 +56,7 @@ def answer_tasks(
     )
 
 
-@task(name="rollout", cache_policy=NO_CACHE)
+@stage("rollout", gpu=True)
 def rollout(ref: GenerationRef) -> dict:
     started = time.perf_counter()
     config = ref.config

@@ -7,10 +7,8 @@ import re
 import secrets
 from datetime import UTC, datetime
 
-from prefect import task
-from prefect.cache_policies import NO_CACHE
-
 from genenv.config import GenEnvConfig
+from tasks.options import stage
 from warehouse.schemas import SCHEMA_VERSION, now
 from warehouse.store import Warehouse
 
@@ -20,7 +18,7 @@ def new_run_id(run_name: str) -> str:
     return f"{slug}-{datetime.now(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
 
 
-@task(name="start-run", cache_policy=NO_CACHE)
+@stage("start-run")
 def start_run(config: GenEnvConfig, run_id: str | None = None) -> str:
     """Write the `runs` row with the resolved config; an existing run id is resumed as stored."""
     warehouse = Warehouse(config.resolved_warehouse_uri)

@@ -6,12 +6,10 @@ import json
 import time
 from functools import cache
 
-from prefect import task
-from prefect.cache_policies import NO_CACHE
-
 from curriculum.pools import is_heldout
 from domains.decontamination import BenchmarkIndex
 from tasks.context import GenerationRef, stage_result
+from tasks.options import stage
 
 
 @cache
@@ -19,7 +17,7 @@ def benchmark_index(benchmarks_dir: str) -> BenchmarkIndex:
     return BenchmarkIndex.from_dir(benchmarks_dir) if benchmarks_dir else BenchmarkIndex.empty()
 
 
-@task(name="seed-pool", cache_policy=NO_CACHE)
+@stage("seed-pool")
 def seed_pool(ref: GenerationRef) -> dict:
     started = time.perf_counter()
     config, warehouse = ref.config, ref.warehouse

@@ -5,10 +5,9 @@ from __future__ import annotations
 import time
 
 import polars as pl
-from prefect import task
-from prefect.cache_policies import NO_CACHE
 
 from tasks.context import GenerationRef, load_tasks, stage_result
+from tasks.options import stage
 from tasks.staging import read_staged
 
 
@@ -42,7 +41,7 @@ def trajectory_rows(ref: GenerationRef, answers: pl.DataFrame) -> list[dict]:
     return rows
 
 
-@task(name="verify", cache_policy=NO_CACHE)
+@stage("verify")
 def verify(ref: GenerationRef) -> dict:
     started = time.perf_counter()
     trajectories = ref.warehouse.read("trajectories", run_id=ref.run_id, generation=ref.generation)

@@ -10,17 +10,15 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from prefect import task
-from prefect.cache_policies import NO_CACHE
-
 from curriculum.pools import draw, generation_rng
 from models.rwr import encode_example, weighted_sft
 from tasks.context import GenerationRef, load_tasks, pool_ids, progress_bar, stage_result
+from tasks.options import stage
 from tasks.runtime import RUNTIME, own_checkpoints, save_policy
 from tasks.training_log import training_rows
 
 
-@task(name="warm-start", cache_policy=NO_CACHE)
+@stage("warm-start", gpu=True)
 def warm_start(ref: GenerationRef) -> dict:
     started = time.perf_counter()
     config, warehouse, domain = ref.config, ref.warehouse, ref.domain

@@ -33,9 +33,9 @@ def connect(warehouse: Warehouse, run_id: str | None = None, as_of_generation: i
         versions = json.loads(snapshot["table_versions"][0])
     con.register("_generations", committed.to_arrow())
     con.execute("CREATE VIEW generations AS SELECT * FROM _generations")
-    runs = warehouse.read("runs", **({"run_id": run_id} if run_id else {}))
-    con.register("_runs", runs.to_arrow())
-    con.execute("CREATE VIEW runs AS SELECT * FROM _runs")
+    for table in ("runs", "evaluations", "evaluation_items"):
+        con.register(f"_{table}", warehouse.read(table, **({"run_id": run_id} if run_id else {})).to_arrow())
+        con.execute(f"CREATE VIEW {table} AS SELECT * FROM _{table}")
     for table in GENERATION_TABLES:
         pinned = as_of_generation is not None
         delta = None if pinned and versions.get(table) is None else warehouse.table(table, versions.get(table))

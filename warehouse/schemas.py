@@ -125,6 +125,35 @@ class Training(_Strict):
     seconds: float = pa.Field(ge=0)
 
 
+class Evaluations(_Strict):
+    """One score of one model on one benchmark category (outside the generation loop: no commit needed)."""
+
+    eval_id: str
+    run_id: str
+    """The run whose agent was scored, or "base" for a model outside any run."""
+    generation: int | None = pa.Field(nullable=True, ge=0)
+    model: str
+    benchmark: str
+    category: str
+    metric: str
+    value: float
+    n: int = pa.Field(ge=0)
+    evaluated_at: pl.Datetime("us", "UTC")
+
+
+class EvaluationItems(_Strict):
+    """The model's output on one benchmark item, with its score: the evidence behind `evaluations`."""
+
+    eval_id: str
+    run_id: str
+    benchmark: str
+    category: str
+    item_id: str
+    output: str
+    score: float = pa.Field(ge=0, le=1)
+    error: str | None = pa.Field(nullable=True)
+
+
 TABLES: dict[str, type[pa.DataFrameModel]] = {
     "runs": Runs,
     "generations": Generations,
@@ -133,9 +162,11 @@ TABLES: dict[str, type[pa.DataFrameModel]] = {
     "trajectories": Trajectories,
     "batches": Batches,
     "training": Training,
+    "evaluations": Evaluations,
+    "evaluation_items": EvaluationItems,
 }
-"""Tables whose rows belong to one generation; `runs` and `generations` are the catalogue itself."""
 GENERATION_TABLES = ("tasks", "pool", "trajectories", "batches", "training")
+"""Tables whose rows belong to one generation: readers see them once the generation is committed."""
 
 
 def polars_schema(table: str) -> dict[str, pl.DataType]:

@@ -1,0 +1,30 @@
+"""genenv evolve: run (or resume) a co-evolution run."""
+
+from __future__ import annotations
+
+import argparse
+
+from genenv.config import load_config, parse_overrides
+from genenv.environment import prepare_environment
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser("evolve", help="run (or resume) a co-evolution run")
+    parser.add_argument("--config", help="YAML file of config fields (see `genenv config`)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override one field")
+    parser.add_argument("--run-id", help="resume this run instead of starting a new one")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    config = load_config(args.config, parse_overrides(args.set))
+    prepare_environment(config.data_dir)
+    from flows.evolve import evolve
+
+    run_id = evolve(config.to_dict(), run_id=args.run_id)
+    warehouse = config.resolved_warehouse_uri
+    example = "SELECT generation, avg(reward) FROM trajectories GROUP BY 1 ORDER BY 1"
+    print(f"\nRun {run_id} finished. Its data is in {warehouse}")
+    print("Try, for example:")
+    print(f'  genenv sql --warehouse {warehouse} "{example}"')
+    return 0

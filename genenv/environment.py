@@ -1,0 +1,16 @@
+"""Process environment for a run: caches and Prefect's state inside the project's data folder."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def prepare_environment(data_dir: str) -> None:
+    """Set before Prefect or transformers are imported; values the user already set win."""
+    data = Path(data_dir).resolve()
+    (data / "prefect").mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("HF_HOME", str(data / "hf"))
+    os.environ.setdefault("PREFECT_HOME", str(data / "prefect"))
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
