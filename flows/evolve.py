@@ -7,15 +7,24 @@ from typing import Any
 from prefect import flow
 
 from flows.generation import run_generation
-from genenv.config import GenEnvConfig
+from genenv.config import GenEnvConfig, load_config
 from tasks.runs import start_run
 from warehouse.store import Warehouse
 
 
 @flow(name="genenv-evolve")
-def evolve(config: dict[str, Any], run_id: str | None = None) -> str:
-    """Generation 0 (seeds, warm start) then generations 1..T; resumes after the last committed one."""
-    settings = GenEnvConfig(**config)
+def evolve(
+    config: dict[str, Any] | None = None,
+    config_file: str | None = None,
+    overrides: dict[str, str] | None = None,
+    run_id: str | None = None,
+) -> str:
+    """Generation 0 (seeds, warm start) then generations 1..T; resumes after the last committed one.
+
+    The config is `config` (all fields), or `config_file` (YAML) with `overrides` on top, as deployments
+    pass it. With `run_id` of an existing run, the run resumes with its stored config.
+    """
+    settings = GenEnvConfig(**config) if config is not None else load_config(config_file, overrides)
     run_id = start_run(settings, run_id)
     warehouse_uri = settings.resolved_warehouse_uri
     done = set(Warehouse(warehouse_uri).committed(run_id)["generation"].to_list())
