@@ -12,6 +12,7 @@ import sys
 
 from genenv.commands import COMMANDS
 from genenv.config import ConfigError
+from genenv.errors import RerunError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -28,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         return args.handler(args)
-    except (ConfigError, WarehouseError) as exc:
+    except (ConfigError, WarehouseError, RerunError) as exc:
         print(f"genenv: {exc}", file=sys.stderr)
         return 2
 

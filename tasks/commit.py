@@ -6,12 +6,14 @@ with, the config hash, the seed and the headline metrics.
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
 import polars as pl
 from prefect import get_run_logger
 
+from tasks.artifacts import publish_generation
 from tasks.context import GenerationRef, pool_ids, stage_result
 from tasks.options import stage
 from tasks.runtime import own_checkpoints
@@ -85,4 +87,5 @@ def commit(ref: GenerationRef, stage_seconds: dict[str, float]) -> dict:
         metrics=metrics,
     )
     get_run_logger().info(summary_line(ref.generation, metrics))
+    publish_generation(ref, metrics, json.loads(row["table_versions"]))
     return stage_result(ref, "commit", started, committed_at=str(row["committed_at"]))

@@ -1,7 +1,13 @@
 """The Prefect options every stage shares, in one place.
 
-Stages are idempotent on (run, generation), so Prefect may retry them; GPU-bound stages carry the `gpu`
-tag so a concurrency limit on that tag keeps them from oversubscribing a GPU worker.
+Stages are idempotent on (run, generation): each finds its outputs in the warehouse and skips, so a
+Prefect retry of a task, or of a whole failed flow run, resumes where it stopped. The warehouse is the
+stages' persisted result; Prefect result persistence would be a second copy that could disagree with it
+(forks, vacuum), so stages keep NO_CACHE and return small dicts only.
+
+Retries are for transient I/O only (a dropped connection, a timeout, a concurrent Delta commit); a bug, a
+bad config or a missing file fails at once instead of three times. GPU-bound stages carry the `gpu` tag: a
+tag concurrency limit on it (created by `genenv stack up`) keeps them from oversubscribing a GPU.
 """
 
 from __future__ import annotations
@@ -9,11 +15,37 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from deltalake.exceptions import CommitFailedError
 from prefect import task
 from prefect.cache_policies import NO_CACHE
+from prefect.client.schemas.objects import TaskRun
+from prefect.states import State
 
 GPU_TAG = "gpu"
+RETRIES = 2
+RETRY_DELAYS_SECONDS = [5, 30]
+
+_TRANSIENT = (ConnectionError, TimeoutError, CommitFailedError, OSError)
+_PERMANENT_OS_ERRORS = (FileNotFoundError, FileExistsError, PermissionError, IsADirectoryError, NotADirectoryError)
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Network, timeout and Delta commit-conflict errors; OSErrors that name a wrong path are not."""
+    return isinstance(exc, _TRANSIENT) and not isinstance(exc, _PERMANENT_OS_ERRORS)
+
+
+def retry_on_transient_io(task_: Any, task_run: TaskRun, state: State) -> bool:
+    """Prefect's retry_condition_fn: retry only when the stage failed with a transient I/O error."""
+    exc = state.result(raise_on_failure=False)
+    return isinstance(exc, BaseException) and is_transient(exc)
 
 
 def stage(name: str, *, gpu: bool = False) -> Callable[[Callable[..., Any]], Any]:
-    return task(name=name, cache_policy=NO_CACHE, tags=["genenv", *([GPU_TAG] if gpu else [])])
+    return task(
+        name=name,
+        cache_policy=NO_CACHE,
+        tags=["genenv", *([GPU_TAG] if gpu else [])],
+        retries=RETRIES,
+        retry_delay_seconds=RETRY_DELAYS_SECONDS,
+        retry_condition_fn=retry_on_transient_io,
+    )

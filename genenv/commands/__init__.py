@@ -1,5 +1,5 @@
 """`genenv` subcommands, one module each. A new command is one module with `add_parser` plus one line here."""
 
-from genenv.commands import config, evolve, sql
+from genenv.commands import config, evolve, rerun, runs, sql
 
-COMMANDS = (evolve, sql, config)
+COMMANDS = (evolve, rerun, runs, sql, config)

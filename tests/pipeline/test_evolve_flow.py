@@ -7,38 +7,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from genenv.config import GenEnvConfig
 from tasks.context import run_config
 from warehouse.query import query
-from warehouse.store import Warehouse
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def finished_run(tiny_model_dir, prefect_server, tmp_path_factory):
-    from flows.evolve import evolve
-
-    data = tmp_path_factory.mktemp("run")
-    config = GenEnvConfig(
-        run_name="e2e",
-        model=str(tiny_model_dir),
-        data_dir=str(data),
-        generations=2,
-        seeds_per_generation=3,
-        variations_per_seed=2,
-        rollouts_per_task=2,
-        pool_tasks_per_generation=2,
-        simulator_max_new_tokens=24,
-        agent_max_new_tokens=12,
-        warm_start_epochs=1,
-        warm_start_examples=32,
-        max_heldout=4,
-        train_batch_size=16,
-        generation_batch_size=32,
-    )
-    run_id = evolve(config.to_dict())
-    return config, run_id, Warehouse(config.resolved_warehouse_uri)
 
 
 def test_every_generation_is_committed_with_its_snapshot(finished_run):
@@ -142,7 +114,7 @@ def test_both_models_trained_every_generation(finished_run):
 
 def test_sql_answers_one_row_per_committed_generation(finished_run):
     config, run_id, warehouse = finished_run
-    result = query(warehouse, "SELECT generation, avg(reward) AS r FROM trajectories GROUP BY 1 ORDER BY 1")
+    result = query(warehouse, "SELECT generation, avg(reward) AS r FROM trajectories GROUP BY 1 ORDER BY 1", run_id)
     assert result["generation"].to_list() == [0, 1, 2]
 
 

@@ -1,0 +1,35 @@
+"""genenv rerun: re-run generation G of a run from the snapshot of G-1, as a new run (a fork)."""
+
+from __future__ import annotations
+
+import argparse
+
+from genenv.commands.sql import DEFAULT_WAREHOUSE
+from genenv.config import parse_overrides
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser("rerun", help="re-run one generation from its snapshot as a new run")
+    parser.add_argument("--run", required=True, help="the parent run")
+    parser.add_argument("--generation", type=int, required=True, help="the generation to re-run (>= 1)")
+    parser.add_argument("--fork", help="name of the new run (default: <run name>-rerun-g<G>)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="change one config field")
+    parser.add_argument("--warehouse", default=DEFAULT_WAREHOUSE)
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from tasks.fork import plan_fork
+    from warehouse.store import Warehouse
+
+    overrides = parse_overrides(args.set)
+    config = plan_fork(Warehouse(args.warehouse), args.run, args.generation, overrides)
+    from genenv.environment import prepare_environment
+
+    prepare_environment(config.data_dir)
+    from flows.rerun import rerun_generation
+
+    fork_id = rerun_generation(args.warehouse, args.run, args.generation, args.fork, overrides)
+    print(f"\nRe-ran generation {args.generation} of {args.run} as run {fork_id}.")
+    print(f'  genenv sql --warehouse {args.warehouse} --run {fork_id} "SELECT * FROM generations"')
+    return 0

@@ -1,0 +1,197 @@
+"""Prefect artifacts: what the UI shows of each generation, and live progress of long stages.
+
+Per committed generation: a summary table, the p̂ histogram, success and α-band share across generations,
+the loss curves and a link to the generation's snapshot. Charts are markdown (unicode bars, and an inline SVG
+image for losses) because the UI renders markdown and the warehouse, not Prefect, holds the data.
+Keys are `genenv-<run>-g<g>-<what>`; the cross-generation trend is one key per run, versioned each generation.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+from prefect.artifacts import (
+    create_link_artifact,
+    create_markdown_artifact,
+    create_progress_artifact,
+    create_table_artifact,
+    update_progress_artifact,
+)
+from prefect.context import FlowRunContext, TaskRunContext
+from tqdm.auto import tqdm
+
+if TYPE_CHECKING:
+    from tasks.context import GenerationRef
+
+BLOCKS = " ▏▎▍▌▋▊▉█"
+SPARKS = "▁▂▃▄▅▆▇█"
+HISTOGRAM_BINS = 10
+
+
+def artifact_key(run_id: str, *parts: object) -> str:
+    """Prefect keys allow lowercase letters, digits and dashes only."""
+    raw = "-".join(["genenv", run_id, *map(str, parts)]).lower()
+    return re.sub(r"-+", "-", re.sub(r"[^a-z0-9-]", "-", raw)).strip("-")
+
+
+def bar(share: float | None, width: int = 20) -> str:
+    """A horizontal bar of `share` (0..1) in eighths of a character."""
+    if share is None:
+        return ""
+    eighths = round(max(0.0, min(1.0, share)) * width * 8)
+    return "█" * (eighths // 8) + (BLOCKS[eighths % 8] if eighths % 8 else "")
+
+
+def sparkline(values: list[float]) -> str:
+    if not values:
+        return ""
+    low, high = min(values), max(values)
+    span = (high - low) or 1.0
+    return "".join(SPARKS[round((v - low) / span * (len(SPARKS) - 1))] for v in values)
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.0f}%"
+
+
+def summary_rows(generation: int, metrics: dict[str, Any]) -> list[dict[str, str]]:
+    """The summary table: one row per headline metric, then the seconds of each stage."""
+    rows = [{"metric": "generation", "value": str(generation)}]
+    for name, value in metrics.items():
+        if name == "stage_seconds":
+            continue
+        if isinstance(value, dict):
+            value = ", ".join(f"{k}: {v}" for k, v in value.items()) or "-"
+        rows.append({"metric": name, "value": "-" if value is None else str(value)})
+    rows += [{"metric": f"seconds: {stage}", "value": f"{s:.1f}"} for stage, s in metrics["stage_seconds"].items()]
+    return rows
+
+
+def p_hat_histogram(batches: pl.DataFrame, alpha: float, k_min: float) -> str:
+    """Markdown histogram of p̂ over this generation's seed batches, with the α band marked."""
+    p_hats = batches["p_hat"].drop_nulls().to_list()
+    lines = [f"**p̂ per seed batch** (α = {alpha}, band ±{k_min}; ★ = bin inside the band)", ""]
+    if batches.is_empty():
+        return "\n".join([*lines, "No seed batches in this generation (generation 0 records seeds and warm-starts)."])
+    counts = [0] * HISTOGRAM_BINS
+    for p in p_hats:
+        counts[min(int(p * HISTOGRAM_BINS), HISTOGRAM_BINS - 1)] += 1
+    most = max(counts) or 1
+    lines += ["| p̂ | batches | |", "|---|---:|---|"]
+    for i, count in enumerate(counts):
+        low, high = i / HISTOGRAM_BINS, (i + 1) / HISTOGRAM_BINS
+        star = " ★" if low >= alpha - k_min - 1e-9 and high <= alpha + k_min + 1e-9 else ""
+        lines.append(f"| {low:.1f}–{high:.1f}{star} | {count} | `{bar(count / most)}` |")
+    lines += ["", f"{batches.height - len(p_hats)} batch(es) had no valid variation (no p̂, R_env = 0)."]
+    return "\n".join(lines)
+
+
+def curriculum_trend(committed: pl.DataFrame) -> str:
+    """Success and α-band share across the committed generations of a run."""
+    lines = [
+        "**Across generations**",
+        "",
+        "| gen | valid tasks | mean p̂ | in α band | | fresh success | held-out success | |",
+        "|---:|---:|---:|---:|---|---:|---:|---|",
+    ]
+    for row in committed.sort("generation").iter_rows(named=True):
+        m = json.loads(row["metrics"])
+        p_hat = "-" if m.get("mean_p_hat") is None else f"{m['mean_p_hat']:.2f}"
+        lines.append(
+            f"| {row['generation']} | {_pct(m.get('valid_rate'))} | {p_hat} | {_pct(m.get('band_share'))} "
+            f"| `{bar(m.get('band_share'), 10)}` | {_pct(m.get('fresh_success'))} "
+            f"| {_pct(m.get('heldout_success'))} | `{bar(m.get('heldout_success'), 10)}` |"
+        )
+    return "\n".join(lines)
+
+
+def loss_svg(curves: dict[str, list[float]], width: int = 480, height: int = 160) -> str:
+    """A small line chart of the loss curves, as an SVG data URI the UI shows inline."""
+    colors = ("#2563eb", "#dc2626", "#059669", "#d97706")
+    values = [v for curve in curves.values() for v in curve]
+    low, high = min(values), max(values)
+    span = (high - low) or 1.0
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}">']
+    parts.append(f'<rect width="{width}" height="{height}" fill="white" stroke="#ccc"/>')
+    for i, (name, curve) in enumerate(curves.items()):
+        step = (width - 20) / max(len(curve) - 1, 1)
+        points = " ".join(
+            f"{10 + j * step:.1f},{10 + (height - 40) * (1 - (v - low) / span):.1f}" for j, v in enumerate(curve)
+        )
+        color = colors[i % len(colors)]
+        parts.append(f'<polyline fill="none" stroke="{color}" stroke-width="2" points="{points}"/>')
+        parts.append(f'<text x="{10 + 150 * i}" y="{height - 8}" font-size="12" fill="{color}">{name}</text>')
+    parts.append("</svg>")
+    return "data:image/svg+xml;base64," + base64.b64encode("".join(parts).encode()).decode()
+
+
+def loss_curves(training: pl.DataFrame) -> str:
+    """Per (role, phase): steps, first and last loss, a sparkline, and the chart as an inline image."""
+    if training.is_empty():
+        return "**Loss curves**\n\nNo optimizer step in this generation."
+    curves = {
+        f"{role} {phase}": group.sort("step")["loss"].to_list()
+        for (role, phase), group in training.group_by("role", "phase", maintain_order=True)
+    }
+    lines = ["**Loss curves**", "", "| update | steps | first | last | curve |", "|---|---:|---:|---:|---|"]
+    for name, curve in curves.items():
+        lines.append(f"| {name} | {len(curve)} | {curve[0]:.4f} | {curve[-1]:.4f} | `{sparkline(curve)}` |")
+    return "\n".join([*lines, "", f"![loss curves]({loss_svg(curves)})"])
+
+
+def publish_generation(ref: GenerationRef, metrics: dict[str, Any], table_versions: dict[str, int | None]) -> None:
+    """The artifacts of one committed generation (called by the commit stage, after the commit)."""
+    run_id, g, warehouse, config = ref.run_id, ref.generation, ref.warehouse, ref.config
+    create_table_artifact(
+        summary_rows(g, metrics), key=artifact_key(run_id, f"g{g}", "summary"), description=f"{run_id} generation {g}"
+    )
+    batches = warehouse.read("batches", run_id=run_id, generation=g)
+    create_markdown_artifact(
+        p_hat_histogram(batches, config.alpha, config.k_min), key=artifact_key(run_id, f"g{g}", "p-hat")
+    )
+    create_markdown_artifact(
+        curriculum_trend(warehouse.committed(run_id)),
+        key=artifact_key(run_id, "curriculum"),
+        description="success and α-band share per generation",
+    )
+    training = warehouse.read("training", run_id=run_id, generation=g)
+    create_markdown_artifact(loss_curves(training), key=artifact_key(run_id, f"g{g}", "losses"))
+    versions = ", ".join(f"{t} v{v}" for t, v in table_versions.items())
+    root = warehouse.root_uri
+    link = root if "://" in root else Path(root).resolve().as_uri()
+    create_link_artifact(
+        link,
+        link_text=f"{run_id} generation {g} snapshot",
+        key=artifact_key(run_id, f"g{g}", "snapshot"),
+        description=(
+            f"Delta versions: {versions}. Query it with "
+            f'`genenv sql --warehouse {root} --run {run_id} --as-of-generation {g} "SELECT ..."`'
+        ),
+    )
+
+
+class StageProgress(tqdm):
+    """A tqdm bar that also keeps a Prefect progress artifact up to date, at most every `every` seconds.
+
+    Outside a Prefect run (unit tests, notebooks) it is a plain tqdm bar.
+    """
+
+    def __init__(self, *args: Any, every: float = 2.0, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._every, self._sent = every, time.monotonic()
+        self._artifact = None
+        if self.total and (TaskRunContext.get() or FlowRunContext.get()):
+            self._artifact = create_progress_artifact(0.0, description=f"{self.desc} ({self.total} {self.unit})")
+
+    def update(self, n: float | None = 1) -> bool | None:
+        shown = super().update(n)
+        if self._artifact is not None and (self.n >= self.total or time.monotonic() - self._sent >= self._every):
+            update_progress_artifact(self._artifact, progress=round(100 * min(self.n / self.total, 1.0), 1))
+            self._sent = time.monotonic()
+        return shown

@@ -1,0 +1,70 @@
+"""Stage: start a run from another run's snapshot, to re-run one generation or branch an experiment.
+
+The new run gets a copy of the parent's rows for generations 0..G-1 (so every stage reads only its own
+run) and generation rows pointing at the parent's adapters, which it only reads. Nothing is written
+into the parent run. Everything is checked before the first write.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+
+from genenv.config import GenEnvConfig, load_config
+from genenv.errors import RerunError
+from tasks.options import stage
+from tasks.runs import new_run_id, register_run
+from warehouse.schemas import GENERATION_TABLES
+from warehouse.store import Warehouse
+
+
+def plan_fork(
+    warehouse: Warehouse, parent_run_id: str, generation: int, overrides: dict[str, str] | None
+) -> GenEnvConfig:
+    """Validate the request and return the fork's config; raises RerunError or ConfigError."""
+    parent = warehouse.read("runs", run_id=parent_run_id)
+    if parent.is_empty():
+        raise RerunError(f"no run {parent_run_id!r} in the warehouse at {warehouse.root_uri}")
+    committed = warehouse.committed(parent_run_id)
+    done = committed["generation"].to_list()
+    if generation < 1 or generation not in done:
+        raise RerunError(
+            f"run {parent_run_id} has no generation {generation} to re-run (committed: {done}; "
+            "generation 0 is the warm start: start a new run instead)"
+        )
+    snapshot = committed.filter(generation=generation - 1).row(0, named=True)
+    for role in ("agent", "simulator"):
+        folder = snapshot[f"{role}_checkpoint"]
+        if not (Path(folder) / "adapter_config.json").is_file():
+            where = f"{parent_run_id} generation {generation - 1}"
+            raise RerunError(f"the {role} checkpoint of {where} is missing: {folder}")
+    stored = GenEnvConfig(**json.loads(parent["config_json"][0]))
+    return load_config(None, {**(overrides or {}), "generations": str(generation)}, base=stored)
+
+
+@stage("fork-run")
+def fork_run(
+    warehouse_uri: str, parent_run_id: str, generation: int, fork: str | None, overrides: dict[str, str] | None
+) -> str:
+    """Create the fork holding the parent's generations 0..G-1; returns its run id."""
+    warehouse = Warehouse(warehouse_uri)
+    config = plan_fork(warehouse, parent_run_id, generation, overrides)
+    run_id = new_run_id(fork or f"{config.run_name}-rerun-g{generation}")
+    register_run(warehouse, config, run_id, parent=(parent_run_id, generation - 1))
+    for table in GENERATION_TABLES:
+        rows = warehouse.read(table, run_id=parent_run_id)
+        rows = rows.filter(pl.col("generation") < generation).with_columns(run_id=pl.lit(run_id))
+        warehouse.append(table, rows.to_dicts())
+    for row in warehouse.committed(parent_run_id).filter(pl.col("generation") < generation).iter_rows(named=True):
+        warehouse.commit_generation(
+            run_id,
+            row["generation"],
+            agent_checkpoint=row["agent_checkpoint"],
+            simulator_checkpoint=row["simulator_checkpoint"],
+            config_hash=row["config_hash"],
+            seed=row["seed"],
+            metrics=json.loads(row["metrics"]),
+        )
+    return run_id
