@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from prefect import flow
 
+from genenv.faults import crash_point
 from tasks.commit import commit
 from tasks.context import GenerationRef
 from tasks.evaluate import evaluate_heldout
@@ -29,6 +30,8 @@ def run_generation(warehouse_uri: str, run_id: str, generation: int) -> dict:
     stages = GENERATION_ZERO if generation == 0 else GENENV_GENERATION
     seconds = {}
     for stage in stages:
+        crash_point(f"g{generation}:before:{stage.name}")
         result = stage(ref)
         seconds[result["stage"]] = result["seconds"]
+    crash_point(f"g{generation}:before:commit")
     return commit(ref, seconds)

@@ -121,11 +121,11 @@ def loss_svg(curves: dict[str, list[float]], width: int = 480, height: int = 160
     parts.append(f'<rect width="{width}" height="{height}" fill="white" stroke="#ccc"/>')
     for i, (name, curve) in enumerate(curves.items()):
         step = (width - 20) / max(len(curve) - 1, 1)
-        points = " ".join(
-            f"{10 + j * step:.1f},{10 + (height - 40) * (1 - (v - low) / span):.1f}" for j, v in enumerate(curve)
-        )
+        xy = [(10 + j * step, 10 + (height - 40) * (1 - (v - low) / span)) for j, v in enumerate(curve)]
         color = colors[i % len(colors)]
+        points = " ".join(f"{x:.1f},{y:.1f}" for x, y in xy)
         parts.append(f'<polyline fill="none" stroke="{color}" stroke-width="2" points="{points}"/>')
+        parts += [f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{color}"/>' for x, y in xy]
         parts.append(f'<text x="{10 + 150 * i}" y="{height - 8}" font-size="12" fill="{color}">{name}</text>')
     parts.append("</svg>")
     return "data:image/svg+xml;base64," + base64.b64encode("".join(parts).encode()).decode()

@@ -16,10 +16,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from domains.base import Domain, TaskInstance, get_domain
 from genenv.config import GenEnvConfig
+from genenv.faults import crash_point
+from tasks.artifacts import StageProgress
 from warehouse.store import Warehouse
 
 
@@ -75,13 +75,15 @@ def pool_ids(ref: GenerationRef, pool: str, through_generation: int) -> list[str
 
 
 def stage_result(ref: GenerationRef, stage: str, started: float, **counts: Any) -> dict[str, Any]:
-    """What a stage returns to the flow: counts and seconds, never data."""
+    """What a stage returns to the flow: counts and seconds, never data. Called after the stage's writes."""
+    crash_point(f"g{ref.generation}:end:{stage}")
     return {"stage": stage, "generation": ref.generation, "seconds": round(time.perf_counter() - started, 2), **counts}
 
 
 @contextmanager
-def progress_bar(description: str, total: int, unit: str = "row") -> Iterator[tqdm]:
-    with tqdm(total=total, desc=description, unit=unit, leave=False, dynamic_ncols=True) as bar:
+def progress_bar(description: str, total: int, unit: str = "row") -> Iterator[StageProgress]:
+    """A terminal progress bar that is also a Prefect progress artifact inside a run."""
+    with StageProgress(total=total, desc=description, unit=unit, leave=False, dynamic_ncols=True) as bar:
         yield bar
 
 

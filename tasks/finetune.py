@@ -13,6 +13,7 @@ import time
 import polars as pl
 
 from curriculum.pools import draw, generation_rng
+from genenv.faults import crash_point
 from models.grpo import GroupSample, grpo_update
 from models.rwr import encode_example, weighted_sft
 from tasks.context import GenerationRef, load_tasks, progress_bar, stage_result
@@ -86,5 +87,6 @@ def finetune(ref: GenerationRef) -> dict:
             )
         rows += training_rows(ref, "simulator", "rwr", simulator_log, config.simulator_lr)
     save_policy(ref, policy)
+    crash_point(f"g{ref.generation}:finetune:saved")
     warehouse.append("training", rows)
     return stage_result(ref, "finetune", started, agent_rows=len(samples), simulator_rows=len(examples))

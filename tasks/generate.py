@@ -12,6 +12,7 @@ import time
 
 from curriculum.pools import draw, generation_rng
 from domains.base import ValidationContext
+from genenv.faults import crash_point
 from models.generation import SamplingSettings
 from tasks.context import GenerationRef, load_tasks, pool_ids, progress_bar, stage_result
 from tasks.options import stage
@@ -49,6 +50,7 @@ def generate(ref: GenerationRef) -> dict:
     with progress_bar(f"g{ref.generation} generate", len(conversations)) as bar:
         completions = backend.generate("simulator", conversations, sampling, progress=bar.update)
 
+    crash_point(f"g{ref.generation}:generate:generated")
     seen = {domain.dedup_key(t) for t in load_tasks(ref).values()}
     context = ValidationContext(seen_keys=seen, is_contaminated=benchmark_index(config.benchmarks_dir).contains)
     rows = []

@@ -30,7 +30,13 @@ _PERMANENT_OS_ERRORS = (FileNotFoundError, FileExistsError, PermissionError, IsA
 
 
 def is_transient(exc: BaseException) -> bool:
-    """Network, timeout and Delta commit-conflict errors; OSErrors that name a wrong path are not."""
+    """Network, timeout and Delta commit-conflict errors; OSErrors that name a wrong path are not.
+
+    An exception may also declare itself transient with a true `transient` attribute (the warehouse's
+    errors wrap storage failures, so only it knows an unreachable endpoint from refused credentials).
+    """
+    if getattr(exc, "transient", False) is True:
+        return True
     return isinstance(exc, _TRANSIENT) and not isinstance(exc, _PERMANENT_OS_ERRORS)
 
 

@@ -12,6 +12,7 @@ import polars as pl
 
 from curriculum.batches import BatchOutcome, score_batches
 from curriculum.rewards import CurriculumParams
+from genenv.faults import crash_point
 from tasks.context import GenerationRef, stage_result
 from tasks.options import stage
 
@@ -52,6 +53,7 @@ def rewards(ref: GenerationRef) -> dict:
                 for s in scores
             ],
         )
+    crash_point(f"g{ref.generation}:rewards:between-tables")
     kept = {s.batch_id: s.rwr_weight for s in scores if s.in_band}
     valid = per_task.filter(valid=True)
     pool_rows = [

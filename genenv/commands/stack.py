@@ -1,0 +1,222 @@
+"""genenv stack up|down|status: the local Prefect stack, a server (SQLite) and a worker on the CPU pool.
+
+Both listen on 127.0.0.1 only, keep their state under <data_dir>/prefect (PREFECT_HOME) and run with analytics
+off. `up` also creates the two work pools and the `gpu` tag concurrency limit that prefect.yaml relies on, so
+`prefect deploy` works right after it. Each process runs in its own session; `down` signals exactly those
+process groups (a flow run the worker started goes with it) by the PIDs recorded at start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+CPU_POOL = "genenv-cpu"
+GPU_POOL = "genenv-gpu"
+GPU_TEMPLATE = REPO / "infra" / "gpu-process-job-template.json"
+PROCESSES = ("worker", "server")  # stop order: the worker first, so no run starts on a dying server
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser("stack", help="start, stop or inspect the local Prefect server and worker")
+    parser.add_argument("action", choices=["up", "down", "status"])
+    parser.add_argument("--data-dir", default="data", help="PREFECT_HOME, logs and PID files go under DIR/prefect")
+    parser.add_argument("--port", type=int, default=4200, help="server port on 127.0.0.1 (up only)")
+    parser.add_argument("--gpu-slots", type=int, default=1, help="concurrent GPU-tagged stages (up only)")
+    parser.set_defaults(handler=run)
+
+
+class Stack:
+    """The PID files, logs and settings of one data folder's stack."""
+
+    def __init__(self, data_dir: str) -> None:
+        self.home = Path(data_dir).resolve() / "prefect"
+        self.folder = self.home / "stack"
+
+    def pid_file(self, name: str) -> Path:
+        return self.folder / f"{name}.pid"
+
+    @property
+    def port(self) -> int | None:
+        path = self.folder / "port"
+        return int(path.read_text()) if path.exists() else None
+
+    def api_url(self, port: int) -> str:
+        return f"http://127.0.0.1:{port}/api"
+
+    def env(self, port: int) -> dict[str, str]:
+        return {
+            **os.environ,
+            "PREFECT_HOME": str(self.home),
+            "PREFECT_API_URL": self.api_url(port),
+            "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+            "PREFECT_SERVER_API_HOST": "127.0.0.1",
+            "PREFECT_SERVER_API_PORT": str(port),
+            "TOKENIZERS_PARALLELISM": "false",
+        }
+
+    def pid(self, name: str) -> int | None:
+        """The recorded PID if that process is still alive and still leads its own process group."""
+        path = self.pid_file(name)
+        if not path.exists():
+            return None
+        pid = int(path.read_text())
+        try:
+            alive = os.getpgid(pid) == pid
+        except ProcessLookupError:
+            alive = False
+        return pid if alive else None
+
+    def start(self, name: str, args: list[str], env: dict[str, str]) -> int:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        with open(self.folder / f"{name}.log", "ab") as log:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "prefect", *args],
+                cwd=REPO,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        self.pid_file(name).write_text(str(process.pid))
+        return process.pid
+
+    def stop(self, name: str) -> bool:
+        """TERM, then INT (Prefect's worker needs a second signal), then KILL; True if it was running."""
+        pid = self.pid(name)
+        if pid is not None:
+            for sig, wait in ((signal.SIGTERM, 10), (signal.SIGINT, 10), (signal.SIGKILL, 5)):
+                try:
+                    os.killpg(pid, sig)
+                except ProcessLookupError:
+                    break
+                if _wait_exit(pid, wait):
+                    break
+        self.pid_file(name).unlink(missing_ok=True)
+        return pid is not None
+
+
+def _wait_exit(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            finished, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:  # not our child (started by an earlier `genenv stack up`)
+            finished = 0 if _alive(pid) else pid
+        if finished == pid:
+            return True
+        time.sleep(0.2)
+    return not _alive(pid)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/stat").exists() and Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+
+
+def healthy(api_url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{api_url}/health", timeout=2) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+def _wait_for(check: Callable[[], bool], what: str, seconds: float, log: Path) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{what} did not come up within {seconds:.0f} s; see {log}")
+        time.sleep(0.5)
+
+
+def configure(api_url: str, gpu_slots: int) -> None:
+    """Create (or update) the CPU and GPU work pools and the `gpu` tag concurrency limit."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import WorkPoolCreate
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+    from prefect.workers.process import ProcessWorker
+
+    from tasks.options import GPU_TAG
+
+    pools = {
+        CPU_POOL: ProcessWorker.get_default_base_job_template(),
+        GPU_POOL: json.loads(GPU_TEMPLATE.read_text()),
+    }
+    with temporary_settings(updates={PREFECT_API_URL: api_url}), get_client(sync_client=True) as client:
+        for name, template in pools.items():
+            pool = WorkPoolCreate(name=name, type="process", base_job_template=template)
+            client.create_work_pool(pool, overwrite=True)
+        client.create_concurrency_limit(tag=GPU_TAG, concurrency_limit=gpu_slots)
+
+
+def worker_online(api_url: str) -> bool:
+    from prefect.client.orchestration import get_client
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    with temporary_settings(updates={PREFECT_API_URL: api_url}), get_client(sync_client=True) as client:
+        return any(w.status == "ONLINE" for w in client.read_workers_for_work_pool(CPU_POOL))
+
+
+def up(stack: Stack, port: int, gpu_slots: int) -> None:
+    if stack.pid("server") is not None:
+        raise RuntimeError(f"the stack is already up (port {stack.port}); run `genenv stack down` first")
+    env = stack.env(port)
+    api = stack.api_url(port)
+    stack.folder.mkdir(parents=True, exist_ok=True)
+    (stack.folder / "port").write_text(str(port))
+    stack.start("server", ["server", "start", "--host", "127.0.0.1", "--port", str(port)], env)
+    _wait_for(lambda: healthy(api), "the Prefect server", 90, stack.folder / "server.log")
+    configure(api, gpu_slots)
+    stack.start("worker", ["worker", "start", "--pool", CPU_POOL, "--type", "process"], env)
+    _wait_for(lambda: worker_online(api), "the worker", 90, stack.folder / "worker.log")
+
+
+def status(stack: Stack) -> dict[str, object]:
+    port = stack.port
+    return {
+        "server_pid": stack.pid("server"),
+        "worker_pid": stack.pid("worker"),
+        "api": stack.api_url(port) if port else None,
+        "healthy": bool(port) and healthy(stack.api_url(port)),
+        "prefect_home": str(stack.home),
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    stack = Stack(args.data_dir)
+    if args.action == "up":
+        try:
+            up(stack, args.port, args.gpu_slots)
+        except RuntimeError as exc:
+            print(f"genenv stack: {exc}", file=sys.stderr)
+            return 1
+        api = stack.api_url(args.port)
+        print(f"Prefect UI: http://127.0.0.1:{args.port}  (API {api}, PREFECT_HOME {stack.home})")
+        print(f"Worker on pool {CPU_POOL!r}; pools {CPU_POOL!r} and {GPU_POOL!r}, tag limit 'gpu'={args.gpu_slots}.")
+        print("Register the deployments, then start one:")
+        print(f"  export PREFECT_API_URL={api}")
+        print("  prefect deploy --all")
+        print("  prefect deployment run genenv-evolve/evolve-nightly")
+        return 0
+    if args.action == "down":
+        stopped = [name for name in PROCESSES if stack.stop(name)]
+        print(f"stopped: {', '.join(stopped) or 'nothing was running'}")
+        return 0
+    info = status(stack)
+    for key, value in info.items():
+        print(f"{key}: {value}")
+    return 0 if info["healthy"] else 1

@@ -1,0 +1,1 @@
+"""Local services for development and tests (S3 server)."""

@@ -1,0 +1,219 @@
+"""The evolve deployment through a real local stack: `genenv stack up` (server + worker on loopback), `prefect
+deploy` from prefect.yaml, a worker-run flow on the tiny model, the UI, and a cancelled run.
+About 100 s on an idle 2-core machine (server 10 s, deploy 10 s, each flow run 25-40 s).
+
+Set GENENV_UI_SCREENSHOTS=docs/ui to refresh the documented screenshots.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from prefect.client.orchestration import SyncPrefectClient, get_client
+from prefect.client.schemas.filters import (
+    ArtifactFilter,
+    ArtifactFilterKey,
+    FlowRunFilter,
+    FlowRunFilterId,
+    FlowRunFilterName,
+    LogFilter,
+    LogFilterFlowRunId,
+)
+from prefect.client.schemas.objects import FlowRun
+from prefect.settings import PREFECT_API_URL, temporary_settings
+from prefect.states import Cancelling
+
+from flows.generation import GENENV_GENERATION, GENERATION_ZERO
+from tasks.artifacts import artifact_key
+from warehouse.query import query
+from warehouse.store import Warehouse
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[2]
+DEPLOYMENT = "genenv-evolve/evolve-nightly"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+PER_GENERATION = ("summary", "p-hat", "losses", "snapshot")
+
+
+@dataclass
+class LocalStack:
+    api: str
+    ui: str
+    client: SyncPrefectClient
+    deployment_id: object
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _genenv(*args: str, env: dict[str, str]) -> None:
+    subprocess.run([sys.executable, "-m", "genenv.cli", *args], cwd=REPO, env=env, check=True, timeout=150)
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    data = tmp_path_factory.mktemp("stack")
+    port = _free_port()
+    env = {**os.environ, "PREFECT_WORKER_QUERY_SECONDS": "1", "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+    _genenv("stack", "up", "--data-dir", str(data), "--port", str(port), env=env)
+    try:
+        api = f"http://127.0.0.1:{port}/api"
+        deploy_env = {**env, "PREFECT_API_URL": api, "PREFECT_HOME": str(data / "prefect")}
+        deploy = [sys.executable, "-m", "prefect", "--no-prompt", "deploy", "--name", "evolve-nightly"]
+        subprocess.run(deploy, cwd=REPO, env=deploy_env, check=True, timeout=150, capture_output=True)
+        with temporary_settings(updates={PREFECT_API_URL: api}), get_client(sync_client=True) as client:
+            deployment = client.read_deployment_by_name(DEPLOYMENT)
+            yield LocalStack(api, f"http://127.0.0.1:{port}", client, deployment.id)
+    finally:
+        _genenv("stack", "down", "--data-dir", str(data), env=env)
+
+
+def tiny_overrides(model: Path, data_dir: Path, generations: int) -> dict[str, str]:
+    """The nightly deployment's config file (configs/demo.yaml) shrunk to the tiny model, as `--set` strings."""
+    values = dict(
+        run_name="deploy-test",
+        model=model,
+        data_dir=data_dir,
+        benchmarks_dir="",
+        precision="float32",
+        generations=generations,
+        seeds_per_generation=3,
+        variations_per_seed=2,
+        rollouts_per_task=2,
+        pool_tasks_per_generation=2,
+        simulator_max_new_tokens=24,
+        agent_max_new_tokens=12,
+        warm_start_epochs=1,
+        warm_start_examples=8,
+        max_heldout=4,
+        train_batch_size=16,
+        generation_batch_size=32,
+    )
+    return {k: str(v) for k, v in values.items()}
+
+
+def start(stack: LocalStack, overrides: dict[str, str]) -> FlowRun:
+    return stack.client.create_flow_run_from_deployment(stack.deployment_id, parameters={"overrides": overrides})
+
+
+def wait_final(stack: LocalStack, flow_run_id, timeout: float = 150) -> FlowRun:
+    deadline = time.monotonic() + timeout
+    while not (run := stack.client.read_flow_run(flow_run_id)).state.is_final():
+        assert time.monotonic() < deadline, f"flow run still {run.state.name} after {timeout:.0f} s"
+        time.sleep(1)
+    return run
+
+
+def run_id_of(data_dir: Path, timeout: float = 60) -> str:
+    """The genenv run id, once the flow has registered it in the warehouse."""
+    deadline = time.monotonic() + timeout
+    while (runs := Warehouse(str(data_dir / "warehouse")).read("runs")).is_empty():
+        assert time.monotonic() < deadline, "the flow never registered its run"
+        time.sleep(1)
+    return runs["run_id"][0]
+
+
+def generation_runs(stack: LocalStack, run_id: str, generations: int) -> dict[int, FlowRun]:
+    names = [f"{run_id}-g{g}" for g in range(generations + 1)]
+    found = stack.client.read_flow_runs(flow_run_filter=FlowRunFilter(name=FlowRunFilterName(any_=names)))
+    return {int(r.name.rsplit("-g", 1)[1]): r for r in found}
+
+
+def stage_names(stack: LocalStack, flow_run: FlowRun) -> dict[str, str]:
+    """Stage name -> state name of the task runs of one flow run."""
+    runs = stack.client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run.id])))
+    return {r.name.rsplit("-", 1)[0]: r.state.name for r in runs}
+
+
+def wait_for_stage(stack: LocalStack, run_id: str, generation: int, stage: str, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        subflow = generation_runs(stack, run_id, generation).get(generation)
+        if subflow and stage_names(stack, subflow).get(stage) == "Completed":
+            return
+        assert time.monotonic() < deadline, f"generation {generation} never completed {stage}"
+        time.sleep(0.5)
+
+
+@pytest.fixture(scope="module")
+def completed(stack, tiny_model_dir, tmp_path_factory):
+    data = tmp_path_factory.mktemp("completed")
+    flow_run = wait_final(stack, start(stack, tiny_overrides(tiny_model_dir, data, generations=1)).id)
+    return flow_run, run_id_of(data)
+
+
+def test_the_evolve_deployment_runs_every_stage_through_the_worker(stack, completed):
+    flow_run, run_id = completed
+    assert flow_run.state.is_completed(), flow_run.state.message
+    assert flow_run.work_pool_name == "genenv-cpu"
+    assert stage_names(stack, flow_run) == {"start-run": "Completed", "genenv-generation": "Completed"}
+    subflows = generation_runs(stack, run_id, 1)
+    for generation, stages in ((0, GENERATION_ZERO), (1, GENENV_GENERATION)):
+        assert subflows[generation].state.is_completed()
+        expected = {stage.name: "Completed" for stage in stages} | {"commit": "Completed"}
+        assert stage_names(stack, subflows[generation]) == expected
+
+
+def test_each_generation_publishes_artifacts_and_logs_its_summary(stack, completed):
+    _, run_id = completed
+    keys = [artifact_key(run_id, f"g{g}", what) for g in (0, 1) for what in PER_GENERATION]
+    keys.append(artifact_key(run_id, "curriculum"))
+    found = stack.client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=keys)))
+    assert {a.key for a in found} == set(keys)
+    by_key = {a.key: a for a in found}
+    assert by_key[artifact_key(run_id, "g1", "summary")].type == "table"
+    assert "Across generations" in by_key[artifact_key(run_id, "curriculum")].data
+    subflow = generation_runs(stack, run_id, 1)[1]
+    assert by_key[artifact_key(run_id, "g1", "losses")].flow_run_id == subflow.id
+    logs = stack.client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[subflow.id])))
+    assert any(log.message.startswith("generation 1: valid tasks") for log in logs)
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)")
+def test_the_ui_shows_the_run_and_its_artifacts(stack, completed, tmp_path):
+    _, run_id = completed
+    subflow = generation_runs(stack, run_id, 1)[1]
+    summary = stack.client.read_artifacts(
+        artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[artifact_key(run_id, "g1", "summary")]))
+    )[0]
+    pages = {
+        "flow-run": f"{stack.ui}/runs/flow-run/{subflow.id}",
+        "summary-artifact": f"{stack.ui}/artifacts/artifact/{summary.id}",
+    }
+    browser = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1280,900"]
+    browser.append("--virtual-time-budget=15000")
+    for name, url in pages.items():
+        dom = subprocess.run([*browser, "--dump-dom", url], capture_output=True, text=True, timeout=90).stdout
+        assert subflow.name in dom if name == "flow-run" else "valid_rate" in dom
+        shot = tmp_path / f"{name}.png"
+        subprocess.run([*browser, f"--screenshot={shot}", url], capture_output=True, timeout=90, check=True)
+        assert shot.stat().st_size > 20_000
+        if folder := os.environ.get("GENENV_UI_SCREENSHOTS"):
+            shutil.copy(shot, REPO / folder / f"{name}.png")
+
+
+def test_a_cancelled_run_leaves_no_half_written_generation(stack, tiny_model_dir, tmp_path):
+    flow_run = start(stack, tiny_overrides(tiny_model_dir, tmp_path, generations=1))
+    run_id = run_id_of(tmp_path)
+    wait_for_stage(stack, run_id, 0, "seed-pool")  # generation 0's seed rows are written, its warm start begins
+    stack.client.set_flow_run_state(flow_run.id, Cancelling(), force=True)
+    assert wait_final(stack, flow_run.id, timeout=60).state.is_cancelled()
+
+    warehouse = Warehouse(str(tmp_path / "warehouse"))
+    written = set(warehouse.read("tasks", run_id=run_id)["generation"].to_list())
+    committed = set(query(warehouse, "SELECT generation FROM generations")["generation"].to_list())
+    visible = set(query(warehouse, "SELECT DISTINCT generation FROM tasks")["generation"].to_list())
+    assert written - committed, "the cancel should have landed inside a generation"
+    assert visible == committed

@@ -1,0 +1,89 @@
+"""prefect.yaml, the work-pool templates, the retry policy and the artifact renderers, without a server."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+import yaml
+from prefect.states import Failed
+
+from genenv.commands.stack import CPU_POOL, GPU_POOL, GPU_TEMPLATE
+from tasks.artifacts import artifact_key, bar, loss_svg, p_hat_histogram, sparkline
+from tasks.options import is_transient, retry_on_transient_io
+
+REPO = Path(__file__).resolve().parents[2]
+DEPLOYMENTS = yaml.safe_load((REPO / "prefect.yaml").read_text())["deployments"]
+
+
+@pytest.mark.parametrize("deployment", DEPLOYMENTS, ids=lambda d: d["name"])
+def test_every_deployment_entrypoint_resolves_to_a_flow_taking_its_parameters(deployment):
+    from prefect.flows import load_flow_from_entrypoint
+
+    path = deployment["entrypoint"].split(":")[0]
+    assert (REPO / path).is_file(), f"{deployment['name']}: entrypoint file {path} is missing"
+    flow = load_flow_from_entrypoint(str(REPO / deployment["entrypoint"]))
+    accepted = set(flow.parameters.properties)
+    assert set(deployment.get("parameters", {})) <= accepted, f"{deployment['name']}: unknown parameters"
+    assert deployment["work_pool"]["name"] in {CPU_POOL, GPU_POOL}
+
+
+def test_the_nightly_evolve_is_scheduled_from_a_config_file():
+    nightly = next(d for d in DEPLOYMENTS if d["name"] == "evolve-nightly")
+    assert nightly["schedules"][0]["cron"] and (REPO / nightly["parameters"]["config_file"]).is_file()
+    assert nightly["work_pool"]["name"] == CPU_POOL
+
+
+def test_gpu_job_templates_are_complete():
+    from prefect.workers.process import ProcessWorker
+
+    process = json.loads(GPU_TEMPLATE.read_text())
+    default = ProcessWorker.get_default_base_job_template()
+    assert process["job_configuration"] == default["job_configuration"]
+    assert "CUDA_VISIBLE_DEVICES" in process["variables"]["properties"]["env"]["default"]
+    k8s = json.loads((REPO / "infra" / "gpu-kubernetes-job-template.json").read_text())
+    container = k8s["job_configuration"]["job_manifest"]["spec"]["template"]["spec"]["containers"][0]
+    assert container["resources"]["limits"]["nvidia.com/gpu"] == "{{ gpus }}"
+    assert container["args"] == "{{ command }}"
+
+
+@pytest.mark.parametrize(
+    ("exc", "retried"),
+    [
+        (ConnectionResetError("peer reset"), True),
+        (TimeoutError("read timed out"), True),
+        (OSError("Generic S3 error: 503"), True),
+        (FileNotFoundError("no such model"), False),
+        (PermissionError("denied"), False),
+        (ValueError("bad value"), False),
+        (RuntimeError("a bug"), False),
+    ],
+)
+def test_only_transient_io_errors_are_retried(exc, retried):
+    assert is_transient(exc) is retried
+    assert retry_on_transient_io(None, None, Failed(data=exc)) is retried
+
+
+def test_an_error_can_declare_itself_transient():
+    from deltalake.exceptions import CommitFailedError
+
+    unreachable = RuntimeError("cannot reach S3")
+    unreachable.transient = True
+    assert is_transient(unreachable) and is_transient(CommitFailedError("conflict"))
+
+
+def test_artifact_keys_are_lowercase_dash():
+    assert artifact_key("My_Run.2026", "g1", "p-hat") == "genenv-my-run-2026-g1-p-hat"
+
+
+def test_text_charts():
+    assert bar(1.0, 4) == "████" and bar(0.0) == "" and bar(None) == ""
+    assert sparkline([3.0, 2.0, 1.0]) == "█▅▁"
+    batches = pl.DataFrame({"p_hat": [0.45, 0.5, 0.95, None]})
+    text = p_hat_histogram(batches, alpha=0.5, k_min=0.1)
+    assert "| 0.4–0.5 ★ | 1 |" in text and "| 0.9–1.0 | 1 |" in text and "1 batch(es) had no valid" in text
+    svg = base64.b64decode(loss_svg({"agent grpo": [2.0, 1.0]}).split(",", 1)[1]).decode()
+    assert svg.startswith("<svg") and "agent grpo" in svg
