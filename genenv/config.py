@@ -69,6 +69,12 @@ class GenEnvConfig:
     solved_threshold: float = _f(0.5, "A trajectory counts as solved when R_agent >= this.")
     # --- curriculum (PAPER.md, Eqs. 2-3) ---
     generator_reward: str = _f("alpha_curriculum", "Simulator reward (registry in curriculum/rewards.py).")
+    simulator_training: bool = _f(
+        True, "Update the simulator with RWR each generation; false freezes it (GenEnv-Random)."
+    )
+    static_tasks: bool = _f(
+        False, "Static augmentation: tasks are written once (generation 1) and every generation reuses that set."
+    )
     alpha: float = _f(0.5, "Target success rate α of the α-Curriculum Reward.")
     beta: float = _f(2.0, "Sharpness β of R_env = exp(-β (p̂-α)^2).")
     k_min: float = _f(0.1, "Band half-width: batches with |p̂-α| > k_min skip the simulator update.")

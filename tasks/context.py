@@ -13,7 +13,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 from domains.base import Domain, TaskInstance, get_domain
@@ -53,6 +52,11 @@ def run_config(warehouse_uri: str, run_id: str) -> GenEnvConfig:
     return GenEnvConfig(**json.loads(Warehouse(warehouse_uri).run(run_id)["config_json"]))
 
 
+def task_generation(ref: GenerationRef) -> int:
+    """The generation whose simulator tasks this generation trains on: its own, or 1 with static tasks."""
+    return 1 if ref.config.static_tasks and ref.generation > 1 else ref.generation
+
+
 def task_from_row(row: dict[str, Any]) -> TaskInstance:
     return TaskInstance(
         task_id=row["task_id"], spec=json.loads(row["spec_json"]), answer=row["answer"], family=row["family"]
@@ -85,7 +89,3 @@ def progress_bar(description: str, total: int, unit: str = "row") -> Iterator[St
     """A terminal progress bar that is also a Prefect progress artifact inside a run."""
     with StageProgress(total=total, desc=description, unit=unit, leave=False, dynamic_ncols=True) as bar:
         yield bar
-
-
-def checkpoint_dir(config: GenEnvConfig, run_id: str, generation: int) -> Path:
-    return Path(config.data_dir).resolve() / "checkpoints" / run_id / f"gen-{generation}"

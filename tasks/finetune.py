@@ -70,7 +70,7 @@ def finetune(ref: GenerationRef) -> dict:
         )
     rows = training_rows(ref, "agent", "grpo", agent_log, config.agent_lr)
 
-    records = simulator_records(ref)
+    records = simulator_records(ref) if config.simulator_training else []
     examples = [encode_example(policy.tokenizer, ctx, target, weight) for ctx, target, weight in records]
     if examples:
         with progress_bar(f"g{ref.generation} RWR simulator", config.simulator_epochs * len(examples)) as bar:

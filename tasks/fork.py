@@ -8,7 +8,6 @@ into the parent run. Everything is checked before the first write.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import polars as pl
 
@@ -16,6 +15,7 @@ from genenv.config import GenEnvConfig, load_config
 from genenv.errors import RerunError
 from tasks.options import stage
 from tasks.runs import new_run_id, register_run
+from warehouse.checkpoints import adapter_exists
 from warehouse.schemas import GENERATION_TABLES
 from warehouse.store import Warehouse
 
@@ -37,7 +37,7 @@ def plan_fork(
     snapshot = committed.filter(generation=generation - 1).row(0, named=True)
     for role in ("agent", "simulator"):
         folder = snapshot[f"{role}_checkpoint"]
-        if not (Path(folder) / "adapter_config.json").is_file():
+        if not adapter_exists(folder):
             where = f"{parent_run_id} generation {generation - 1}"
             raise RerunError(f"the {role} checkpoint of {where} is missing: {folder}")
     stored = GenEnvConfig(**json.loads(parent["config_json"][0]))

@@ -14,7 +14,7 @@ from curriculum.pools import draw, generation_rng
 from domains.base import ValidationContext
 from genenv.faults import crash_point
 from models.generation import SamplingSettings
-from tasks.context import GenerationRef, load_tasks, pool_ids, progress_bar, stage_result
+from tasks.context import GenerationRef, load_tasks, pool_ids, progress_bar, stage_result, task_generation
 from tasks.options import stage
 from tasks.runtime import RUNTIME, committed_checkpoints
 from tasks.seed import benchmark_index
@@ -35,6 +35,8 @@ def generate(ref: GenerationRef) -> dict:
     config, warehouse, domain = ref.config, ref.warehouse, ref.domain
     if warehouse.has_rows("tasks", ref.run_id, ref.generation):
         return stage_result(ref, "generate", started, skipped=True)
+    if task_generation(ref) != ref.generation:
+        return stage_result(ref, "generate", started, reused_generation=task_generation(ref))
 
     pool = load_tasks(ref, pool_ids(ref, "train", ref.generation - 1))
     seeds = draw(list(pool.values()), config.seeds_per_generation, generation_rng(config.seed, ref.generation, "seeds"))

@@ -7,21 +7,33 @@ with its batch's RWR weight.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 
 import polars as pl
 
 from curriculum.batches import BatchOutcome, score_batches
+from curriculum.pools import grow_pool
 from curriculum.rewards import CurriculumParams
 from genenv.faults import crash_point
-from tasks.context import GenerationRef, stage_result
+from tasks.context import GenerationRef, pool_ids, stage_result, task_generation
 from tasks.options import stage
+
+
+def new_members(ref: GenerationRef, pool: str, candidates: Iterable[str]) -> list[str]:
+    """D_train ∪= Valid(E_t), D_env ∪= kept records: what joins the pool this generation."""
+    before = pool_ids(ref, pool, ref.generation - 1)
+    return grow_pool(before, list(candidates))[len(before) :]
+
+
+def _pool_row(ref: GenerationRef, pool: str, task_id: str, weight: float) -> dict:
+    return {"run_id": ref.run_id, "generation": ref.generation, "pool": pool, "task_id": task_id, "weight": weight}
 
 
 @stage("rewards")
 def rewards(ref: GenerationRef) -> dict:
     started = time.perf_counter()
     config, warehouse = ref.config, ref.warehouse
-    tasks = warehouse.read("tasks", run_id=ref.run_id, generation=ref.generation)
+    tasks = warehouse.read("tasks", run_id=ref.run_id, generation=task_generation(ref))
     fresh = warehouse.read("trajectories", run_id=ref.run_id, generation=ref.generation, purpose="fresh")
     success = fresh.group_by("task_id").agg(pl.col("solved").cast(pl.Float64).mean().alias("success"))
     per_task = tasks.join(success, on="task_id", how="left").sort("task_id")
@@ -56,13 +68,9 @@ def rewards(ref: GenerationRef) -> dict:
     crash_point(f"g{ref.generation}:rewards:between-tables")
     kept = {s.batch_id: s.rwr_weight for s in scores if s.in_band}
     valid = per_task.filter(valid=True)
-    pool_rows = [
-        {"run_id": ref.run_id, "generation": ref.generation, "pool": "train", "task_id": t, "weight": 1.0}
-        for t in valid["task_id"]
-    ] + [
-        {"run_id": ref.run_id, "generation": ref.generation, "pool": "env", "task_id": t, "weight": kept[b]}
-        for t, b in valid.select("task_id", "batch_id").iter_rows()
-        if b in kept
+    env_weights = {t: kept[b] for t, b in valid.select("task_id", "batch_id").iter_rows() if b in kept}
+    pool_rows = [_pool_row(ref, "train", t, 1.0) for t in new_members(ref, "train", valid["task_id"])] + [
+        _pool_row(ref, "env", t, env_weights[t]) for t in new_members(ref, "env", env_weights)
     ]
     if not warehouse.has_rows("pool", ref.run_id, ref.generation):
         warehouse.append("pool", pool_rows)

@@ -7,13 +7,15 @@ dirty first, so a crash mid-update never lets a later stage reuse half-trained w
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 from genenv.config import GenEnvConfig
 from models.generation import BACKENDS, GenerationBackend
 from models.loading import resolve_base_model
 from models.policy import ROLES, LoraSettings, PolicyPair
-from tasks.context import GenerationRef, checkpoint_dir
+from tasks.context import GenerationRef
+from warehouse.checkpoints import checkpoint_uri, fetch_adapter, publish_adapter
 
 Checkpoints = tuple[str | None, str | None]
 """(agent, simulator) adapter folders; None = a fresh adapter."""
@@ -30,7 +32,10 @@ class ModelRuntime:
         lora = LoraSettings(r=config.lora_r, alpha=config.lora_alpha)
         identity = (str(base), lora, config.seed, config.precision)
         if self._policy is None or self._identity != identity or self._loaded_from != checkpoints:
-            adapters = {role: Path(c) if c else None for role, c in zip(ROLES, checkpoints, strict=True)}
+            cache = Path(config.data_dir).resolve() / "cache" / "checkpoints"
+            adapters = {
+                role: fetch_adapter(c, cache) if c else None for role, c in zip(ROLES, checkpoints, strict=True)
+            }
             self._policy = PolicyPair.load(base, lora, adapters=adapters, seed=config.seed, precision=config.precision)
             self._identity, self._loaded_from = identity, checkpoints
         return self._policy
@@ -60,14 +65,19 @@ def committed_checkpoints(ref: GenerationRef, generation: int) -> Checkpoints:
 
 
 def own_checkpoints(ref: GenerationRef) -> Checkpoints:
-    """Where this generation saves (and later finds) its trained adapters."""
-    folder = checkpoint_dir(ref.config, ref.run_id, ref.generation)
-    return str(folder / "agent"), str(folder / "simulator")
+    """Where this generation publishes (and later finds) its trained adapters: under the warehouse root."""
+    agent, simulator = (checkpoint_uri(ref.warehouse_uri, ref.run_id, ref.generation, role) for role in ROLES)
+    return agent, simulator
 
 
 def save_policy(ref: GenerationRef, policy: PolicyPair) -> Checkpoints:
+    """Save both adapters locally, then publish them to the warehouse root (a folder or S3)."""
     checkpoints = own_checkpoints(ref)
-    for role, folder in zip(ROLES, checkpoints, strict=True):
-        policy.save_adapter(role, Path(folder))
+    scratch = Path(ref.config.data_dir).resolve() / "cache"
+    scratch.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=scratch) as staging:
+        for role, uri in zip(ROLES, checkpoints, strict=True):
+            policy.save_adapter(role, Path(staging) / role)
+            publish_adapter(Path(staging) / role, uri)
     RUNTIME.saved(checkpoints)
     return checkpoints

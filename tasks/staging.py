@@ -1,32 +1,46 @@
 """Hand-off files between stages that are not tables: rollouts wait here for their verdicts.
 
-Written atomically (temp file + rename) under <warehouse>/_staging/<run>/g<g>/, so a stage either finds
-a complete file or none. Readers of the warehouse never see them.
+Stored under <warehouse>/_staging/<run>/g<g>/ on a local folder or on S3, so a stage either finds a
+complete file or none: locally written to a temporary name and renamed, on S3 one PUT (objects appear
+whole). Readers of the warehouse never see them.
 """
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
+import uuid
 
 import polars as pl
 
 from tasks.context import GenerationRef
+from warehouse.storage import filesystem, is_remote, join, translated
 
 
-def staging_path(ref: GenerationRef, name: str) -> Path:
-    return Path(ref.warehouse_uri) / "_staging" / ref.run_id / f"g{ref.generation}" / f"{name}.parquet"
+def staging_path(ref: GenerationRef, name: str) -> str:
+    """The staged file's URI (an absolute path for a local warehouse)."""
+    return join(ref.warehouse_uri, "_staging", ref.run_id, f"g{ref.generation}", f"{name}.parquet")
 
 
-def write_staged(ref: GenerationRef, name: str, data: pl.DataFrame) -> Path:
-    path = staging_path(ref, name)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(".partial")
-    data.write_parquet(partial)
-    os.replace(partial, path)
-    return path
+def write_staged(ref: GenerationRef, name: str, data: pl.DataFrame) -> str:
+    uri = staging_path(ref, name)
+    fs, path = filesystem(uri)
+    with translated(uri):
+        if is_remote(uri):
+            with fs.open(path, "wb") as handle:
+                data.write_parquet(handle)
+            return uri
+        fs.makedirs(os.path.dirname(path), exist_ok=True)
+        partial = f"{path}.{uuid.uuid4().hex[:8]}.partial"
+        data.write_parquet(partial)
+        os.replace(partial, path)
+    return uri
 
 
 def read_staged(ref: GenerationRef, name: str) -> pl.DataFrame | None:
-    path = staging_path(ref, name)
-    return pl.read_parquet(path) if path.exists() else None
+    uri = staging_path(ref, name)
+    fs, path = filesystem(uri)
+    with translated(uri):
+        if not fs.exists(path):
+            return None
+        with fs.open(path, "rb") as handle:
+            return pl.read_parquet(handle)

@@ -8,7 +8,6 @@ the base model) and are saved as generation 0's checkpoints all the same.
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 from curriculum.pools import draw, generation_rng
 from models.rwr import encode_example, weighted_sft
@@ -16,6 +15,7 @@ from tasks.context import GenerationRef, load_tasks, pool_ids, progress_bar, sta
 from tasks.options import stage
 from tasks.runtime import RUNTIME, own_checkpoints, save_policy
 from tasks.training_log import training_rows
+from warehouse.checkpoints import adapter_exists
 
 
 @stage("warm-start", gpu=True)
@@ -70,5 +70,5 @@ def warm_start(ref: GenerationRef) -> dict:
 
 def _done(ref: GenerationRef) -> bool:
     """Adapters are saved before the training rows are written, so both present means finished."""
-    saved = all(Path(c).exists() for c in own_checkpoints(ref))
+    saved = all(adapter_exists(c) for c in own_checkpoints(ref))
     return saved and (not ref.config.warm_start or ref.warehouse.has_rows("training", ref.run_id, ref.generation))

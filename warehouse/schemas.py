@@ -168,6 +168,12 @@ TABLES: dict[str, type[pa.DataFrameModel]] = {
 GENERATION_TABLES = ("tasks", "pool", "trajectories", "batches", "training")
 """Tables whose rows belong to one generation: readers see them once the generation is committed."""
 
+PARTITIONS: dict[str, list[str]] = {
+    table: ["run_id", "generation"] if table in GENERATION_TABLES else ["run_id"] for table in TABLES
+}
+"""Delta partition columns of new tables: the pipeline reads one (run, generation) at a time, and compaction
+then never mixes generations, so per-generation reads prune to one folder (see bench/warehouse_queries.py)."""
+
 
 def polars_schema(table: str) -> dict[str, pl.DataType]:
     return {name: column.dtype.type for name, column in TABLES[table].to_schema().columns.items()}

@@ -12,21 +12,28 @@ from typing import Any
 
 import pandera.errors
 import polars as pl
-from deltalake import DeltaTable, write_deltalake
+from deltalake import CommitProperties, DeltaTable, write_deltalake
 from deltalake.exceptions import TableNotFoundError
 
-from warehouse.schemas import GENERATION_TABLES, TABLES, frame, now, polars_schema
-from warehouse.storage import storage_options, table_uri
+from warehouse.errors import WarehouseError
+from warehouse.schemas import GENERATION_TABLES, PARTITIONS, SCHEMA_VERSION, TABLES, frame, now, polars_schema
+from warehouse.storage import storage_options, table_uri, translated
 
+__all__ = ["Warehouse", "WarehouseError"]
 
-class WarehouseError(RuntimeError):
-    """A warehouse read or write failed; the message names the table and the reason."""
+TABLE_CONFIGURATION = {"delta.enableExpiredLogCleanup": "false"}
+"""Keep every log entry: a generation's snapshot must stay readable by time travel (vacuum is guarded separately)."""
 
 
 class Warehouse:
     def __init__(self, root_uri: str) -> None:
         self.root_uri = root_uri.rstrip("/")
         self._options = storage_options(self.root_uri)
+
+    @property
+    def storage_options(self) -> dict[str, str] | None:
+        """For polars/deltalake readers of the same tables (held in memory only)."""
+        return self._options
 
     # --- low level ---
     def uri(self, table: str) -> str:
@@ -35,33 +42,49 @@ class Warehouse:
         return table_uri(self.root_uri, table)
 
     def table(self, table: str, version: int | None = None) -> DeltaTable | None:
-        try:
-            return DeltaTable(self.uri(table), version=version, storage_options=self._options)
-        except TableNotFoundError:
-            return None
+        uri = self.uri(table)
+        with translated(uri):
+            try:
+                return DeltaTable(uri, version=version, storage_options=self._options)
+            except TableNotFoundError:
+                return None
 
     def version(self, table: str) -> int | None:
         delta = self.table(table)
         return None if delta is None else delta.version()
 
-    def append(self, table: str, rows: list[dict[str, Any]]) -> int | None:
-        """Validate rows against the table's schema and append them as one Delta commit."""
+    def append(self, table: str, rows: list[dict[str, Any]] | pl.DataFrame) -> int | None:
+        """Validate rows against the table's schema and append them as one Delta commit; returns its version."""
         uri = self.uri(table)
-        if not rows:
+        if len(rows) == 0:
             return self.version(table)
-        data = frame(table, rows)
+        schema = polars_schema(table)
+        data = rows.select(list(schema)).cast(schema) if isinstance(rows, pl.DataFrame) else frame(table, rows)
         try:
             TABLES[table].validate(data, lazy=True)
         except pandera.errors.SchemaErrors as exc:
             raise WarehouseError(f"rows for table {table!r} break its schema: {exc}") from None
-        write_deltalake(
-            uri,
-            data.to_arrow(),
-            mode="append",
-            partition_by=["run_id"],
-            storage_options=self._options,
+        delta = self.table(table)
+        # An existing table keeps the partitioning it was created with, so older tables stay writable.
+        creation: dict[str, Any] = (
+            {"partition_by": delta.metadata().partition_columns}
+            if delta is not None
+            else {
+                "partition_by": PARTITIONS[table],
+                "configuration": TABLE_CONFIGURATION,
+                "description": f"genenv {table}, schema v{SCHEMA_VERSION}",
+            }
         )
-        return self.version(table)
+        with translated(uri):
+            write_deltalake(
+                delta if delta is not None else uri,
+                data.to_arrow(),
+                mode="append",
+                **creation,
+                commit_properties=CommitProperties(custom_metadata={"genenv.schema_version": str(SCHEMA_VERSION)}),
+                storage_options=self._options,
+            )
+        return delta.version() if delta is not None else self.version(table)
 
     def read(self, table: str, version: int | None = None, **equals: Any) -> pl.DataFrame:
         """All rows (committed or not) of a table at a version, filtered by column equality."""
@@ -69,8 +92,10 @@ class Warehouse:
         if delta is None:
             return frame(table, [])
         filters = [(name, "=", value) for name, value in equals.items()] or None
-        data = pl.from_arrow(delta.to_pyarrow_table(filters=filters))
-        return data.cast(polars_schema(table), strict=False)
+        with translated(self.uri(table)):
+            data = pl.from_arrow(delta.to_pyarrow_table(filters=filters))
+        schema = polars_schema(table)
+        return data.cast(schema, strict=False).select(list(schema))
 
     # --- generation-level view ---
     def has_rows(self, table: str, run_id: str, generation: int, **equals: Any) -> bool:

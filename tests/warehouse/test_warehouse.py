@@ -39,8 +39,8 @@ def _commit(warehouse: Warehouse, run_id: str, generation: int) -> dict:
 
 
 @pytest.fixture
-def warehouse(tmp_path) -> Warehouse:
-    w = Warehouse(str(tmp_path / "wh"))
+def warehouse(root_uri) -> Warehouse:
+    w = Warehouse(root_uri)
     w.append("runs", [_run_row("r1")])
     return w
 
@@ -127,6 +127,6 @@ def test_queries_cannot_touch_files(warehouse, tmp_path):
         query(warehouse, f"SELECT * FROM read_csv('{secret}')")
 
 
-def test_empty_warehouse_answers_with_empty_views(tmp_path):
-    result = query(Warehouse(str(tmp_path / "empty")), "SELECT count(*) AS n FROM trajectories")
+def test_empty_warehouse_answers_with_empty_views(root_uri):
+    result = query(Warehouse(root_uri), "SELECT count(*) AS n FROM trajectories")
     assert result["n"][0] == 0

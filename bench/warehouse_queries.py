@@ -1,0 +1,193 @@
+"""Warehouse benchmark (not a test): write a million trajectories, time every cookbook query.
+
+    python bench/warehouse_queries.py [--rows 1000000] [--dir /tmp/genenv-bench] [--partition run|generation]
+
+Reports write rows/s through `Warehouse.append` (pandera validation included), then each query of
+docs/cookbook.md answered by `warehouse.query.query` (DuckDB over the Delta tables, committed rows only)
+next to the same question answered by loading the tables' Parquet files with pandas (only the needed columns).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from warehouse import schemas, synthetic  # noqa: E402
+from warehouse.query import query  # noqa: E402
+from warehouse.store import Warehouse  # noqa: E402
+
+COOKBOOK = Path(__file__).resolve().parents[1] / "docs" / "cookbook.md"
+SHAPE = synthetic.Shape(seeds=1000, variations=8, k=8, pool_samples=2000, prompt_tokens=64, text_chars=160)
+
+
+def cookbook() -> dict[str, str]:
+    blocks = re.findall(r"```sql\n-- name: (\w+)\n(.*?)```", COOKBOOK.read_text(), re.DOTALL)
+    return {name: sql for name, sql in blocks}
+
+
+def load(warehouse: Warehouse, table: str, columns: list[str]) -> pd.DataFrame:
+    return pd.read_parquet(warehouse.table(table).file_uris(), columns=columns) if columns else pd.DataFrame()
+
+
+def pandas_answers(wh: Warehouse) -> dict[str, Callable[[], object]]:
+    """The cookbook's questions in pandas, each loading its columns from Parquet first."""
+
+    def p_hat_histogram():
+        b = load(wh, "batches", ["generation", "p_hat"]).dropna()
+        return b.assign(bin=np.floor(b.p_hat * 5) / 5).groupby(["generation", "bin"]).size()
+
+    def reject_reasons():
+        t = load(wh, "tasks", ["generation", "origin", "valid", "reject_reason"])
+        return t[(t.origin == "simulator") & ~t.valid].groupby(["generation", "reject_reason"]).size()
+
+    def favoured_seeds():
+        b = load(wh, "batches", ["seed_task_id", "in_band", "rwr_weight", "n_valid"])
+        g = b.groupby("seed_task_id").agg(band=("in_band", "mean"), w=("rwr_weight", "sum"), v=("n_valid", "sum"))
+        return g.nlargest(10, "w")
+
+    def response_length():
+        t = load(wh, "trajectories", ["generation", "purpose", "completion_tokens", "finished"])
+        return t.groupby(["generation", "purpose"]).agg(
+            mean=("completion_tokens", "mean"),
+            p90=("completion_tokens", lambda s: s.quantile(0.9)),
+            fin=("finished", "mean"),
+        )
+
+    def success_by_purpose():
+        t = load(wh, "trajectories", ["generation", "purpose", "solved"])
+        return t.pivot_table(index="generation", columns="purpose", values="solved", aggfunc="mean")
+
+    def band_per_generation():
+        b = load(wh, "batches", ["generation", "p_hat", "in_band", "generator_reward", "n_valid", "n_variations"])
+        return b.groupby("generation").agg(
+            p=("p_hat", "mean"), band=("in_band", "mean"), r=("generator_reward", "mean")
+        )
+
+    def pool_growth():
+        p = load(wh, "pool", ["generation", "pool"])
+        counts = p.groupby(["pool", "generation"]).size()
+        return counts.groupby(level=0).cumsum()
+
+    def training_curves():
+        t = load(wh, "training", ["generation", "role", "phase", "loss", "kl", "step"])
+        return t.groupby(["generation", "role", "phase"]).agg(loss=("loss", "mean"), kl=("kl", "mean"))
+
+    def unsolved_seeds():
+        r = load(wh, "trajectories", ["run_id", "task_id", "purpose", "solved"])
+        t = load(wh, "tasks", ["run_id", "task_id", "seed_task_id"])
+        j = r[r.purpose == "fresh"].merge(t, on=["run_id", "task_id"])
+        g = j.groupby("seed_task_id").agg(solved=("solved", "sum"), rollouts=("solved", "size"))
+        return g[g.solved == 0]
+
+    def tool_success():
+        t = load(wh, "trajectories", ["parsed_action", "solved"])
+        tool = t.parsed_action.str.extract(r'"name": "([^"]+)"')[0]
+        return t.assign(tool=tool).groupby("tool").agg(n=("solved", "size"), s=("solved", "mean"))
+
+    def benchmark_by_generation():
+        e = load(wh, "evaluations", ["run_id", "generation", "category", "value", "n", "benchmark"])
+        return e[e.benchmark == "bfcl"].sort_values(["run_id", "generation", "category"])
+
+    def generation_metrics():
+        g = load(wh, "generations", ["run_id", "generation", "committed_at", "metrics", "table_versions"])
+        return g.sort_values(["run_id", "generation"])
+
+    return {
+        f.__name__: f
+        for f in (
+            p_hat_histogram,
+            reject_reasons,
+            favoured_seeds,
+            response_length,
+            success_by_purpose,
+            band_per_generation,
+            pool_growth,
+            training_curves,
+            unsolved_seeds,
+            tool_success,
+            benchmark_by_generation,
+            generation_metrics,
+        )
+    }
+
+
+def timed(function: Callable[[], object], repeats: int) -> float:
+    function()
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=1_000_000, help="trajectory rows to write")
+    parser.add_argument("--dir", type=Path, default=Path("/tmp/genenv-bench"))
+    parser.add_argument("--partition", choices=("run", "generation"), default="generation")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+
+    if args.partition == "run":
+        schemas.PARTITIONS.update({table: ["run_id"] for table in schemas.GENERATION_TABLES})
+    shutil.rmtree(args.dir, ignore_errors=True)
+    warehouse = Warehouse(str(args.dir / "warehouse"))
+    warehouse.append("runs", [synthetic.run_row("bench")])
+    written, generation, write_seconds, total_rows = 0, 0, 0.0, 0
+    while written < args.rows:
+        frames = synthetic.generation_frames("bench", generation, SHAPE)
+        started = time.perf_counter()
+        for table, data in frames.items():
+            warehouse.append(table, data)
+        scores, items = synthetic.evaluation_rows("bench", generation)
+        warehouse.append("evaluation_items", items)
+        warehouse.append("evaluations", scores)
+        warehouse.commit_generation(
+            "bench", generation, agent_checkpoint="a", simulator_checkpoint="s", config_hash="h", seed=0, metrics={}
+        )
+        write_seconds += time.perf_counter() - started
+        written += frames["trajectories"].height
+        total_rows += sum(data.height for data in frames.values())
+        generation += 1
+    size_mb = sum(f.stat().st_size for f in args.dir.rglob("*.parquet")) / 2**20
+    print(f"partitioning: run_id{', generation' if args.partition == 'generation' else ''}")
+    print(
+        f"wrote {written:,} trajectories ({total_rows:,} rows in all tables) in {generation} generations, "
+        f"{size_mb:.0f} MiB of Parquet"
+    )
+    print(
+        f"write: {written / write_seconds:,.0f} trajectory rows/s ({total_rows / write_seconds:,.0f} rows/s all tables)"
+    )
+    pandas_versions = pandas_answers(warehouse)
+    print(f"\n{'query':<26}{'duckdb/delta s':>15}{'pandas s':>10}{'pandas/duckdb':>15}")
+    ratios = []
+    for name, sql in cookbook().items():
+        duck = timed(lambda sql=sql: query(warehouse, sql), args.repeats)
+        pand = timed(pandas_versions[name], args.repeats)
+        ratios.append(pand / duck)
+        print(f"{name:<26}{duck:>15.3f}{pand:>10.3f}{pand / duck:>14.1f}x")
+    print(
+        f"\nslowest cookbook query: {max(timed(lambda s=s: query(warehouse, s), 1) for s in cookbook().values()):.3f} s"
+    )
+    print(f"geometric mean speed-up over pandas: {statistics.geometric_mean(ratios):.1f}x")
+    one = "SELECT count(*) FROM trajectories WHERE run_id = 'bench' AND generation = 3"
+    read_one = timed(lambda: warehouse.read("batches", run_id="bench", generation=3), args.repeats)
+    count_one = timed(lambda: query(warehouse, one), args.repeats)
+    print(f"one-generation reads (pipeline pattern): batches {read_one:.3f} s, trajectories count {count_one:.3f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,137 @@
+"""Stage: score a model (the base, or a run's agent at a generation) on one benchmark; write the warehouse rows.
+
+Each `evaluations` row (one metric of one category) has its own eval_id, `<batch>/<benchmark>/<category>/<metric>`,
+and its per-item evidence in `evaluation_items` under the same eval_id, so `value` is the mean of their scores.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from evaluation.registry import get_benchmark
+from evaluation.runner import ItemResult, run_benchmark, summarise
+from models.generation import BACKENDS
+from models.loading import resolve_base_model
+from models.policy import LoraSettings, PolicyPair
+from tasks.context import progress_bar
+from tasks.options import stage
+from warehouse.schemas import now
+from warehouse.store import Warehouse, WarehouseError
+
+BASE_RUN = "base"
+
+
+@dataclass(frozen=True)
+class Target:
+    """The model to score: a base model spec, plus a run's agent adapter when scoring a run."""
+
+    model: str
+    run_id: str = BASE_RUN
+    generation: int | None = None
+    agent_checkpoint: str | None = None
+    precision: str = "float32"
+
+
+def resolve_target(
+    warehouse: Warehouse, model: str, run_id: str | None, generation: int | None, precision: str | None
+) -> Target:
+    """A run's agent at `generation` (its last committed one when None) on the run's base model, or `model`."""
+    if run_id is None:
+        if generation is not None:
+            raise WarehouseError("a generation needs a run: pass run_id too")
+        return Target(model=model, precision=precision or "float32")
+    run = warehouse.run(run_id)
+    committed = warehouse.committed(run_id)
+    if generation is not None:
+        committed = committed.filter(committed["generation"] == generation)
+    if committed.is_empty():
+        which = f"generation {generation}" if generation is not None else "generation"
+        raise WarehouseError(f"run {run_id!r} has no committed {which} to evaluate")
+    row = committed.row(-1, named=True)
+    checkpoint = row["agent_checkpoint"]
+    if not (Path(checkpoint) / "adapter_config.json").is_file():
+        raise WarehouseError(f"agent adapter of run {run_id!r} generation {row['generation']} is missing: {checkpoint}")
+    run_precision = json.loads(run["config_json"]).get("precision", "float32")
+    return Target(run["model"], run_id, row["generation"], checkpoint, precision or run_precision)
+
+
+@lru_cache(maxsize=1)
+def _policy(base: str, agent_checkpoint: str | None, precision: str) -> PolicyPair:
+    """Kept across the benchmark stages of one evaluation, so the model loads once."""
+    adapters = {"agent": Path(agent_checkpoint) if agent_checkpoint else None}
+    return PolicyPair.load(Path(base), LoraSettings(), adapters=adapters, precision=precision)
+
+
+@stage("evaluate-benchmark", gpu=True)
+def evaluate_benchmark(
+    target: Target,
+    benchmark: str,
+    eval_batch: str,
+    data_dir: str,
+    limit: int | None,
+    warehouse_uri: str,
+    cache_dir: str,
+    batch_size: int = 16,
+) -> dict[str, Any]:
+    """Generate, score and append the rows; skipped when this batch already wrote this benchmark (a retry)."""
+    started = time.perf_counter()
+    warehouse = Warehouse(warehouse_uri)
+    prefix = f"{eval_batch}/{benchmark}/"
+    written = warehouse.read("evaluations", run_id=target.run_id)
+    if written["eval_id"].str.starts_with(prefix).any():
+        return {"benchmark": benchmark, "skipped": True}
+    base = resolve_base_model(target.model, Path(cache_dir).resolve() / "models")
+    backend = BACKENDS["transformers"](_policy(str(base), target.agent_checkpoint, target.precision), batch_size)
+    scorer = get_benchmark(benchmark)
+    items = scorer.load(Path(data_dir), limit)
+    with progress_bar(f"eval {benchmark}", total=len(items)) as bar:
+        results = run_benchmark(backend, scorer, items, bar.update)
+    rows, item_rows = evaluation_rows(target, prefix, results)
+    warehouse.append("evaluation_items", item_rows)
+    warehouse.append("evaluations", rows)
+    seconds = round(time.perf_counter() - started, 2)
+    return {"benchmark": benchmark, "items": len(results), "seconds": seconds, "scores": rows_summary(rows)}
+
+
+def evaluation_rows(target: Target, prefix: str, results: list[ItemResult]) -> tuple[list[dict], list[dict]]:
+    """`evaluations` rows (one per category and metric) and their `evaluation_items` rows."""
+    evaluated_at = now()
+    rows = [
+        {
+            "eval_id": f"{prefix}{s.category}/{s.metric}",
+            "run_id": target.run_id,
+            "generation": target.generation,
+            "model": target.model,
+            "benchmark": s.benchmark,
+            "category": s.category,
+            "metric": s.metric,
+            "value": s.value,
+            "n": s.n,
+            "evaluated_at": evaluated_at,
+        }
+        for s in summarise(results)
+    ]
+    item_rows = [
+        {
+            "eval_id": f"{prefix}{r.category}/{metric}",
+            "run_id": target.run_id,
+            "benchmark": r.benchmark,
+            "category": r.category,
+            "item_id": r.item_id,
+            "output": r.output,
+            "score": score,
+            "error": r.error,
+        }
+        for r in results
+        for metric, score in r.scores.items()
+    ]
+    return rows, item_rows
+
+
+def rows_summary(rows: list[dict]) -> dict[str, float]:
+    return {f"{row['category']}/{row['metric']}": round(row["value"], 4) for row in rows}
