@@ -1,9 +1,4 @@
-"""`genenv`: run the co-evolution loop and query its warehouse.
-
-genenv evolve [--config FILE] [--set key=value ...] [--run-id RUN]
-genenv sql "SELECT ..." [--warehouse URI] [--run RUN] [--as-of-generation G] [--format table|csv|json]
-genenv config            # every config field with its default and meaning
-"""
+"""`genenv`: run the GenEnv co-evolution loop, re-run and compare generations, and query the warehouse."""
 
 from __future__ import annotations
 

@@ -209,7 +209,10 @@ def load_config(
             raise ConfigError(f"config file {path} is not valid YAML: {exc}") from None
         if not isinstance(loaded, dict):
             raise ConfigError(f"config file {path} must hold a mapping of field: value")
-        values.update(loaded)
+        for name, value in loaded.items():
+            # YAML 1.1 reads 5e-5 (no dot) as a string: numbers written that way are still numbers.
+            kind = hints.get(name)
+            values[name] = _coerce(name, value, kind) if isinstance(value, str) and kind not in (None, str) else value
     for name, text in (overrides or {}).items():
         if name not in hints:
             raise ConfigError(f"{name}: unknown config field")

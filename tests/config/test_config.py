@@ -34,9 +34,9 @@ def test_bad_values_fail_naming_the_field(overrides, field):
 
 def test_yaml_then_overrides(tmp_path):
     path = tmp_path / "run.yaml"
-    path.write_text("generations: 3\nalpha: 0.4\nwarm_start: false\n")
+    path.write_text("generations: 3\nalpha: 0.4\nwarm_start: false\nagent_lr: 5e-5\n")
     config = load_config(path, {"alpha": "0.45"})
-    assert (config.generations, config.alpha, config.warm_start) == (3, 0.45, False)
+    assert (config.generations, config.alpha, config.warm_start, config.agent_lr) == (3, 0.45, False, 5e-5)
 
 
 def test_yaml_errors_are_clear(tmp_path):

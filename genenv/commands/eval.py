@@ -1,0 +1,76 @@
+"""genenv eval: score the base model, or a run's agent at a generation, on benchmark data; print the scores."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from genenv.config import ConfigError
+
+DEFAULT_DATA = str(Path("..") / "shared" / "benchmarks")
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser("eval", help="score a model on BFCL, API-Bank and Bamboogle (or other benchmarks)")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--model", default="embedded:smollm2-135m-instruct", help="base model spec (no run)")
+    which.add_argument("--run", help="score this run's agent")
+    parser.add_argument("--generation", type=int, help="the run's generation (default: its last committed one)")
+    parser.add_argument("--benchmarks", default="bfcl,api_bank,bamboogle", help="comma-separated benchmark names")
+    parser.add_argument("--limit", type=int, help="at most N items per category")
+    parser.add_argument("--data", default=os.environ.get("GENENV_BENCHMARKS_DIR", DEFAULT_DATA), help="data folder")
+    parser.add_argument("--warehouse", default=os.environ.get("GENENV_WAREHOUSE", str(Path("data") / "warehouse")))
+    parser.add_argument("--cache-dir", default="data", help="project data folder (model cache, Prefect home)")
+    parser.add_argument("--precision", choices=("float32", "bfloat16"), help="default: the run's, else float32")
+    parser.add_argument("--batch-size", type=int, default=16, help="conversations per forward pass")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import evaluation  # noqa: F401  (registers the built-in benchmarks)
+    from evaluation.registry import BENCHMARKS
+
+    names = [name.strip() for name in args.benchmarks.split(",") if name.strip()]
+    unknown = [name for name in names if name not in BENCHMARKS]
+    if not names or unknown:
+        raise ConfigError(f"--benchmarks: unknown {unknown or 'empty list'}; known: {sorted(BENCHMARKS)}")
+    if args.generation is not None and args.run is None:
+        raise ConfigError("--generation: needs --run")
+    if args.limit is not None and args.limit < 1:
+        raise ConfigError(f"--limit: must be >= 1 (got {args.limit})")
+    if not Path(args.data).is_dir():
+        raise ConfigError(f"--data: folder does not exist (got {args.data!r})")
+    from genenv.environment import prepare_environment
+
+    prepare_environment(args.cache_dir)
+    from flows.evaluate import evaluate
+
+    eval_batch = evaluate(
+        model=args.model,
+        run_id=args.run,
+        generation=args.generation,
+        benchmarks=names,
+        data_dir=str(Path(args.data).resolve()),
+        limit=args.limit,
+        warehouse_uri=args.warehouse,
+        cache_dir=args.cache_dir,
+        precision=args.precision,
+        batch_size=args.batch_size,
+    )
+    print_scores(args.warehouse, eval_batch)
+    return 0
+
+
+def print_scores(warehouse_uri: str, eval_batch: str) -> None:
+    import polars as pl
+
+    from warehouse.store import Warehouse
+
+    rows = Warehouse(warehouse_uri).read("evaluations").filter(pl.col("eval_id").str.starts_with(eval_batch + "/"))
+    table = rows.select("benchmark", "category", "metric", pl.col("value").round(4), "n")
+    with pl.Config(tbl_rows=100, tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True):
+        print(table)
+    print(f"\nEvaluation {eval_batch}; per-item outputs and errors:")
+    query = f"SELECT * FROM evaluation_items WHERE eval_id LIKE '{eval_batch}/%'"
+    print(f'  genenv sql --warehouse {warehouse_uri} "{query}"')
