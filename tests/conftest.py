@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -13,3 +14,26 @@ from models.tiny import build_tiny_model
 def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny random Llama with its tokenizer, built once per session (about 0.1 s)."""
     return build_tiny_model(tmp_path_factory.mktemp("tiny-model") / "model")
+
+
+@pytest.fixture(scope="session")
+def benchmark_dir() -> Path:
+    """../shared/benchmarks next to the repo, or $GENENV_BENCHMARKS_DIR; tests that need it skip without it."""
+    candidates = [Path(__file__).resolve().parents[2] / "shared" / "benchmarks"]
+    if os.environ.get("GENENV_BENCHMARKS_DIR"):
+        candidates.append(Path(os.environ["GENENV_BENCHMARKS_DIR"]))
+    path = next((p for p in candidates if p.is_dir()), None)
+    if path is None:
+        pytest.skip("benchmark data not found: no ../shared/benchmarks and GENENV_BENCHMARKS_DIR is unset")
+    return path
+
+
+@pytest.fixture(scope="session")
+def prefect_server(tmp_path_factory: pytest.TempPathFactory):
+    """One real temporary Prefect server (SQLite, loopback) for the whole session."""
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ["PREFECT_HOME"] = str(tmp_path_factory.mktemp("prefect-home"))
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=60):
+        yield

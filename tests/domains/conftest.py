@@ -1,28 +1,12 @@
-"""Evaluation benchmarks for decontamination tests: ../shared/benchmarks next to the repo, or $GENENV_BENCHMARKS_DIR."""
+"""The decontamination index over the evaluation benchmarks (`benchmark_dir` comes from tests/conftest.py)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from domains.decontamination import BenchmarkIndex
-
-
-def benchmarks_dir() -> Path | None:
-    candidates = [Path(__file__).resolve().parents[3] / "shared" / "benchmarks"]
-    if os.environ.get("GENENV_BENCHMARKS_DIR"):
-        candidates.append(Path(os.environ["GENENV_BENCHMARKS_DIR"]))
-    return next((path for path in candidates if path.is_dir()), None)
-
-
-@pytest.fixture(scope="session")
-def benchmark_dir() -> Path:
-    path = benchmarks_dir()
-    if path is None:
-        pytest.skip("benchmark data not found: no ../shared/benchmarks and GENENV_BENCHMARKS_DIR is unset")
-    return path
 
 
 @pytest.fixture(scope="session")

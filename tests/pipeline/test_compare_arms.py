@@ -11,8 +11,6 @@ from warehouse.store import Warehouse
 
 pytestmark = pytest.mark.slow
 
-BENCHMARKS = Path(__file__).resolve().parents[3] / "shared" / "benchmarks"
-
 
 def test_every_arm_is_a_valid_config():
     for arm in ARMS:
@@ -21,8 +19,7 @@ def test_every_arm_is_a_valid_config():
         arm_overrides("nope")
 
 
-@pytest.mark.skipif(not BENCHMARKS.is_dir(), reason=f"benchmark data not found at {BENCHMARKS}")
-def test_compare_runs_arms_with_equal_budgets_and_reports(finished_run, tmp_path):
+def test_compare_runs_arms_with_equal_budgets_and_reports(finished_run, benchmark_dir, tmp_path):
     from flows.compare import compare
 
     config, _, _ = finished_run
@@ -33,7 +30,7 @@ def test_compare_runs_arms_with_equal_budgets_and_reports(finished_run, tmp_path
         ["genenv", "static"],
         config_file=str(config_file),
         benchmarks=["bamboogle"],
-        benchmarks_dir=str(BENCHMARKS),
+        benchmarks_dir=str(benchmark_dir),
         limit=2,
         report=str(tmp_path / "report.html"),
     )

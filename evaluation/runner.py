@@ -1,0 +1,59 @@
+"""Generate answers to benchmark items in batches (greedy) and score them; aggregate scores per category."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from evaluation.registry import Benchmark, Item
+from models.generation import GenerationBackend, SamplingSettings
+
+ROLE = "agent"
+DEFAULT_BENCHMARKS = ("bfcl", "api_bank", "bamboogle")
+
+
+@dataclass(frozen=True)
+class ItemResult:
+    benchmark: str
+    category: str
+    item_id: str
+    output: str
+    scores: dict[str, float]
+    error: str | None
+
+
+@dataclass(frozen=True)
+class Summary:
+    benchmark: str
+    category: str
+    metric: str
+    value: float
+    n: int
+
+
+def run_benchmark(
+    backend: GenerationBackend,
+    benchmark: Benchmark,
+    items: list[Item],
+    progress: Callable[[int], None] | None = None,
+) -> list[ItemResult]:
+    """The agent's greedy answer to every item, scored by the benchmark."""
+    sampling = SamplingSettings(max_new_tokens=benchmark.max_new_tokens, temperature=0.0)
+    completions = backend.generate(ROLE, [item.messages for item in items], sampling, progress)
+    results = []
+    for item, completion in zip(items, completions, strict=True):
+        score = benchmark.score(item, completion.text)
+        results.append(
+            ItemResult(benchmark.name, item.category, item.item_id, completion.text, score.scores, score.error)
+        )
+    return results
+
+
+def summarise(results: list[ItemResult]) -> list[Summary]:
+    """Mean of each metric per (benchmark, category), in first-seen order."""
+    groups: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+    for result in results:
+        for metric, value in result.scores.items():
+            groups[(result.benchmark, result.category, metric)].append(value)
+    return [Summary(*key, sum(values) / len(values), len(values)) for key, values in groups.items()]

@@ -1,0 +1,46 @@
+"""The evaluate flow: score the base model, or a run's agent at a generation, on benchmark data.
+
+One stage per benchmark (a failure or retry stays in that benchmark); the model loads once per process.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from prefect import flow
+
+from evaluation.registry import get_benchmark
+from evaluation.runner import DEFAULT_BENCHMARKS
+from models.loading import EMBEDDED_MODEL
+from tasks.benchmarks import evaluate_benchmark, resolve_target
+from warehouse.schemas import now
+from warehouse.store import Warehouse
+
+
+@flow(name="genenv-evaluate")
+def evaluate(
+    model: str = EMBEDDED_MODEL,
+    run_id: str | None = None,
+    generation: int | None = None,
+    benchmarks: list[str] | None = None,
+    data_dir: str = "../shared/benchmarks",
+    limit: int | None = None,
+    warehouse_uri: str = "data/warehouse",
+    cache_dir: str = "data",
+    precision: str | None = None,
+    batch_size: int = 16,
+) -> str:
+    """Returns the evaluation batch id; its rows have eval_id `<batch>/<benchmark>/<category>/<metric>`.
+
+    With `run_id`, the run's agent adapter at `generation` (default: its last committed one) is scored on the run's
+    base model and `model` is ignored. `limit` caps the items per category. `precision` defaults to the run's
+    (float32 for a base model).
+    """
+    names = list(benchmarks or DEFAULT_BENCHMARKS)
+    for name in names:
+        get_benchmark(name)
+    target = resolve_target(Warehouse(warehouse_uri), model, run_id, generation, precision)
+    eval_batch = f"{target.run_id}-{now():%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"
+    for name in names:
+        evaluate_benchmark(target, name, eval_batch, data_dir, limit, warehouse_uri, cache_dir, batch_size)
+    return eval_batch

@@ -1,0 +1,117 @@
+"""The evaluate flow and `genenv eval` on the tiny model: rows land in `evaluations` and `evaluation_items`,
+each score is the mean of its items, and a run's agent is scored at a committed generation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from evaluation.api_bank import ApiBank
+from evaluation.bamboogle import Bamboogle
+from evaluation.bfcl import Bfcl
+from flows.evaluate import evaluate
+from genenv.cli import main
+from models.policy import LoraSettings, PolicyPair
+from warehouse.schemas import now
+from warehouse.store import Warehouse
+
+pytestmark = pytest.mark.usefixtures("prefect_server", "short_answers")
+
+
+@pytest.fixture
+def short_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tiny model's answers are noise: a few tokens exercise the same code paths."""
+    for benchmark in (Bfcl, ApiBank, Bamboogle):
+        monkeypatch.setattr(benchmark, "max_new_tokens", 8)
+
+
+def _rows(warehouse_uri: str, table: str, eval_batch: str) -> pl.DataFrame:
+    rows = Warehouse(warehouse_uri).read(table)
+    return rows.filter(pl.col("eval_id").str.starts_with(eval_batch + "/"))
+
+
+def test_base_model_on_every_benchmark(tiny_model_dir: Path, mini_benchmarks: Path, tmp_path: Path) -> None:
+    warehouse_uri = str(tmp_path / "warehouse")
+    eval_batch = evaluate(
+        model=str(tiny_model_dir),
+        data_dir=str(mini_benchmarks),
+        warehouse_uri=warehouse_uri,
+        cache_dir=str(tmp_path),
+    )
+    scores = _rows(warehouse_uri, "evaluations", eval_batch)
+    items = _rows(warehouse_uri, "evaluation_items", eval_batch)
+    assert sorted(zip(scores["benchmark"], scores["category"], scores["metric"], strict=True)) == [
+        ("api_bank", "level-1", "accuracy"),
+        ("bamboogle", "test", "exact_match"),
+        ("bamboogle", "test", "f1"),
+        ("bfcl", "irrelevance", "accuracy"),
+        ("bfcl", "multiple", "accuracy"),
+        ("bfcl", "parallel", "accuracy"),
+        ("bfcl", "simple_python", "accuracy"),
+    ]
+    assert set(scores["run_id"]) == {"base"} and scores["generation"].null_count() == len(scores)
+    assert set(scores["model"]) == {str(tiny_model_dir)}
+    assert dict(zip(scores["category"], scores["n"], strict=False)) == {
+        "level-1": 1,
+        "test": 2,
+        "irrelevance": 1,
+        "multiple": 1,
+        "parallel": 1,
+        "simple_python": 1,
+    }
+    assert len(items) == 9
+    means = items.group_by("eval_id").agg(pl.col("score").mean().alias("mean"))
+    joined = scores.join(means, on="eval_id")
+    assert len(joined) == len(scores) and (joined["value"] - joined["mean"]).abs().max() < 1e-9
+    assert set(items["item_id"]) == {"simple_python_0", "multiple_0", "parallel_0", "irrelevance_0", "level-1-0"} | {
+        "test_0",
+        "test_1",
+    }
+
+
+def test_run_agent_at_a_generation_via_the_cli(
+    tiny_model_dir: Path, mini_benchmarks: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    warehouse_uri = str(tmp_path / "warehouse")
+    checkpoint = tmp_path / "checkpoints" / "gen-0" / "agent"
+    PolicyPair.load(tiny_model_dir, LoraSettings()).save_adapter("agent", checkpoint)
+    warehouse = Warehouse(warehouse_uri)
+    warehouse.append("runs", [_run_row("r-eval", str(tiny_model_dir))])
+    warehouse.commit_generation(
+        "r-eval", 0, agent_checkpoint=str(checkpoint), simulator_checkpoint="", config_hash="h", seed=0, metrics={}
+    )
+    common = ["--data", str(mini_benchmarks), "--warehouse", warehouse_uri, "--cache-dir", str(tmp_path)]
+    target = ["--run", "r-eval", "--generation", "0", "--benchmarks", "bamboogle,api_bank", "--limit", "1"]
+    assert main(["eval", *target, *common]) == 0
+    out = capsys.readouterr().out
+    assert "bamboogle" in out and "exact_match" in out and "level-1" in out
+    scores = warehouse.read("evaluations", run_id="r-eval")
+    assert scores["generation"].to_list() == [0, 0, 0] and set(scores["n"]) == {1}
+    assert set(scores["model"]) == {str(tiny_model_dir)}
+    assert len(warehouse.read("evaluation_items", run_id="r-eval")) == 3
+
+
+def test_cli_refuses_bad_requests_before_loading_anything(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["eval", "--benchmarks", "bfcl,alfworld", "--data", str(tmp_path)]) == 2
+    assert "--benchmarks: unknown ['alfworld']" in capsys.readouterr().err
+    assert main(["eval", "--generation", "1", "--data", str(tmp_path)]) == 2
+    assert "--generation: needs --run" in capsys.readouterr().err
+    assert main(["eval", "--data", str(tmp_path / "nowhere")]) == 2
+    assert "--data: folder does not exist" in capsys.readouterr().err
+
+
+def _run_row(run_id: str, model: str) -> dict:
+    return {
+        "run_id": run_id,
+        "run_name": "eval",
+        "created_at": now(),
+        "config_json": '{"precision": "float32"}',
+        "config_hash": "h",
+        "model": model,
+        "domain": "tool_call",
+        "parent_run_id": None,
+        "parent_generation": None,
+        "schema_version": 1,
+    }
