@@ -1,6 +1,6 @@
 """Warehouse benchmark (not a test): write a million trajectories, time every cookbook query.
 
-    python bench/warehouse_queries.py [--rows 1000000] [--dir /tmp/genenv-bench] [--partition run|generation]
+    python bench/warehouse_queries.py [--rows 1000000] [--dir data/bench-warehouse] [--partition run|generation]
 
 Reports write rows/s through `Warehouse.append` (pandera validation included), then each query of
 docs/cookbook.md answered by `warehouse.query.query` (DuckDB over the Delta tables, committed rows only)
@@ -135,7 +135,7 @@ def timed(function: Callable[[], object], repeats: int) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=1_000_000, help="trajectory rows to write")
-    parser.add_argument("--dir", type=Path, default=Path("/tmp/genenv-bench"))
+    parser.add_argument("--dir", type=Path, default=Path("data") / "bench-warehouse")
     parser.add_argument("--partition", choices=("run", "generation"), default="generation")
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()

@@ -177,8 +177,18 @@ def test_each_generation_publishes_artifacts_and_logs_its_summary(stack, complet
     assert "Across generations" in by_key[artifact_key(run_id, "curriculum")].data
     subflow = generation_runs(stack, run_id, 1)[1]
     assert by_key[artifact_key(run_id, "g1", "losses")].flow_run_id == subflow.id
-    logs = stack.client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[subflow.id])))
-    assert any(log.message.startswith("generation 1: valid tasks") for log in logs)
+    assert wait_for_log(stack, subflow.id, "generation 1: valid tasks")
+
+
+def wait_for_log(stack, flow_run_id, prefix: str, seconds: float = 30.0) -> bool:
+    """Logs reach the API in batches after the run ends: poll briefly instead of reading once."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        logs = stack.client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run_id])))
+        if any(log.message.startswith(prefix) for log in logs):
+            return True
+        time.sleep(1.0)
+    return False
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)")
