@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 
@@ -14,3 +15,9 @@ def prepare_environment(data_dir: str) -> None:
     os.environ.setdefault("PREFECT_HOME", str(data / "prefect"))
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def invoked_as() -> str:
+    """How the user ran genenv (e.g. `.venv/bin/genenv` from `make demo`), for commands we suggest next."""
+    program = sys.argv[0] if sys.argv else ""
+    return program if Path(program).name == "genenv" else "genenv"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from genenv.config import load_config, parse_overrides
-from genenv.environment import prepare_environment
+from genenv.environment import invoked_as, prepare_environment
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -26,5 +26,5 @@ def run(args: argparse.Namespace) -> int:
     example = "SELECT generation, avg(reward) FROM trajectories GROUP BY 1 ORDER BY 1"
     print(f"\nRun {run_id} finished. Its data is in {warehouse}")
     print("Try, for example:")
-    print(f'  genenv sql --warehouse {warehouse} "{example}"')
+    print(f'  {invoked_as()} sql --warehouse {warehouse} "{example}"')
     return 0

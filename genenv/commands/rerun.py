@@ -24,12 +24,12 @@ def run(args: argparse.Namespace) -> int:
 
     overrides = parse_overrides(args.set)
     config = plan_fork(Warehouse(args.warehouse), args.run, args.generation, overrides)
-    from genenv.environment import prepare_environment
+    from genenv.environment import invoked_as, prepare_environment
 
     prepare_environment(config.data_dir)
     from flows.rerun import rerun_generation
 
     fork_id = rerun_generation(args.warehouse, args.run, args.generation, args.fork, overrides)
     print(f"\nRe-ran generation {args.generation} of {args.run} as run {fork_id}.")
-    print(f'  genenv sql --warehouse {args.warehouse} --run {fork_id} "SELECT * FROM generations"')
+    print(f'  {invoked_as()} sql --warehouse {args.warehouse} --run {fork_id} "SELECT * FROM generations"')
     return 0
