@@ -7,9 +7,11 @@ the base model) and are saved as generation 0's checkpoints all the same.
 
 from __future__ import annotations
 
+import random
 import time
 
 from curriculum.pools import draw, generation_rng
+from domains.base import TaskInstance
 from models.rwr import encode_example, weighted_sft
 from tasks.context import GenerationRef, load_tasks, pool_ids, progress_bar, stage_result
 from tasks.options import stage
@@ -32,19 +34,11 @@ def warm_start(ref: GenerationRef) -> dict:
     rng = generation_rng(config.seed, 0, "warm-start")
     seeds = list(load_tasks(ref, pool_ids(ref, "train", 0)).values())
     chosen = draw(seeds, config.warm_start_examples or len(seeds), rng)
-    by_family: dict[str, list] = {}
-    for seed in seeds:
-        by_family.setdefault(seed.family, []).append(seed)
     tokenizer = policy.tokenizer
     agent_examples = [encode_example(tokenizer, domain.agent_messages(s), s.answer) for s in chosen]
     simulator_examples = [
-        encode_example(
-            tokenizer,
-            domain.simulator_messages(seed, round(rng.random(), 2)),
-            domain.simulator_target(rng.choice([s for s in by_family[seed.family] if s.task_id != seed.task_id])),
-        )
-        for seed in chosen
-        if len(by_family[seed.family]) > 1
+        encode_example(tokenizer, domain.simulator_messages(seed, success), domain.simulator_target(sibling))
+        for seed, sibling, success in sibling_pairs(seeds, chosen, rng)
     ]
     rows = []
     for role, examples in (("agent", agent_examples), ("simulator", simulator_examples)):
@@ -66,6 +60,23 @@ def warm_start(ref: GenerationRef) -> dict:
     return stage_result(
         ref, "warm_start", started, agent_rows=len(agent_examples), simulator_rows=len(simulator_examples)
     )
+
+
+def sibling_pairs(
+    seeds: list[TaskInstance], chosen: list[TaskInstance], rng: random.Random
+) -> list[tuple[TaskInstance, TaskInstance, float]]:
+    """(seed, another seed of the same family, a random success rate to show) for each chosen seed with a
+    sibling: the simulator learns to write a new task for the same functions under any success statistic."""
+    by_family: dict[str, list[TaskInstance]] = {}
+    for seed in seeds:
+        by_family.setdefault(seed.family, []).append(seed)
+    pairs = []
+    for seed in chosen:
+        siblings = [s for s in by_family[seed.family] if s.task_id != seed.task_id]
+        if siblings:
+            success = round(rng.random(), 2)
+            pairs.append((seed, rng.choice(siblings), success))
+    return pairs
 
 
 def _done(ref: GenerationRef) -> bool:
