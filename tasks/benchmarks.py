@@ -20,6 +20,7 @@ from models.loading import resolve_base_model
 from models.policy import LoraSettings, PolicyPair
 from tasks.context import progress_bar
 from tasks.options import stage
+from warehouse.checkpoints import adapter_exists, fetch_adapter
 from warehouse.schemas import now
 from warehouse.store import Warehouse, WarehouseError
 
@@ -54,7 +55,7 @@ def resolve_target(
         raise WarehouseError(f"run {run_id!r} has no committed {which} to evaluate")
     row = committed.row(-1, named=True)
     checkpoint = row["agent_checkpoint"]
-    if not (Path(checkpoint) / "adapter_config.json").is_file():
+    if not adapter_exists(checkpoint):
         raise WarehouseError(f"agent adapter of run {run_id!r} generation {row['generation']} is missing: {checkpoint}")
     run_precision = json.loads(run["config_json"]).get("precision", "float32")
     return Target(run["model"], run_id, row["generation"], checkpoint, precision or run_precision)
@@ -86,7 +87,10 @@ def evaluate_benchmark(
     if written["eval_id"].str.starts_with(prefix).any():
         return {"benchmark": benchmark, "skipped": True}
     base = resolve_base_model(target.model, Path(cache_dir).resolve() / "models")
-    backend = BACKENDS["transformers"](_policy(str(base), target.agent_checkpoint, target.precision), batch_size)
+    adapter = None
+    if target.agent_checkpoint:
+        adapter = str(fetch_adapter(target.agent_checkpoint, Path(cache_dir).resolve() / "cache" / "checkpoints"))
+    backend = BACKENDS["transformers"](_policy(str(base), adapter, target.precision), batch_size)
     scorer = get_benchmark(benchmark)
     items = scorer.load(Path(data_dir), limit)
     with progress_bar(f"eval {benchmark}", total=len(items)) as bar:

@@ -14,6 +14,7 @@ from evaluation.bfcl import Bfcl
 from flows.evaluate import evaluate
 from genenv.cli import main
 from models.policy import LoraSettings, PolicyPair
+from warehouse.checkpoints import checkpoint_uri, publish_adapter
 from warehouse.schemas import now
 from warehouse.store import Warehouse
 
@@ -75,8 +76,9 @@ def test_run_agent_at_a_generation_via_the_cli(
     tiny_model_dir: Path, mini_benchmarks: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     warehouse_uri = str(tmp_path / "warehouse")
-    checkpoint = tmp_path / "checkpoints" / "gen-0" / "agent"
-    PolicyPair.load(tiny_model_dir, LoraSettings()).save_adapter("agent", checkpoint)
+    checkpoint = checkpoint_uri(warehouse_uri, "r-eval", 0, "agent")
+    PolicyPair.load(tiny_model_dir, LoraSettings()).save_adapter("agent", tmp_path / "saved")
+    publish_adapter(tmp_path / "saved", checkpoint)
     warehouse = Warehouse(warehouse_uri)
     warehouse.append("runs", [_run_row("r-eval", str(tiny_model_dir))])
     warehouse.commit_generation(
