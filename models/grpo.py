@@ -62,14 +62,8 @@ def grpo_update(
         return [_skipped(step, len(samples), progress) for step in range(steps)]
     # Without a KL term a zero-advantage row contributes exactly nothing: skip its forward pass.
     rows = [i for i, a in enumerate(advantages) if kl_coef != 0.0 or a != 0.0]
-    policy.activate(role)
-    params = policy.trainable_parameters()
-    optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
-    model = policy.model
-    was_training = model.training
-    model.train()
     records = []
-    try:
+    with policy.training(role, lr) as (optimizer, params):
         for step in range(steps):
             started = time.perf_counter()
             optimizer.zero_grad(set_to_none=True)
@@ -97,9 +91,6 @@ def grpo_update(
             )
             if progress is not None:
                 progress(1)
-    finally:
-        optimizer.zero_grad(set_to_none=True)
-        model.train(was_training)
     return records
 
 

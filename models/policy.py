@@ -109,6 +109,23 @@ class PolicyPair:
         return torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.precision == "bfloat16")
 
     @contextmanager
+    def training(self, role: str, lr: float) -> Iterator[tuple[torch.optim.Optimizer, list[torch.nn.Parameter]]]:
+        """Train mode with only `role`'s adapter trainable and a fresh AdamW over it; the mode is restored after.
+
+        A fresh optimizer per update: no optimizer state outlives a generation, so a snapshot is complete.
+        """
+        self.activate(role)
+        params = self.trainable_parameters()
+        optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
+        was_training = self.model.training
+        self.model.train()
+        try:
+            yield optimizer, params
+        finally:
+            optimizer.zero_grad(set_to_none=True)
+            self.model.train(was_training)
+
+    @contextmanager
     def reference(self) -> Iterator[None]:
         """The base with all adapters disabled: the KL reference (the initial agent and simulator)."""
         with self.model.disable_adapter():

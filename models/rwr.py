@@ -59,28 +59,18 @@ def weighted_sft(
     kept = [e for e in examples if e.weight > 0]
     if not kept:
         return []
-    policy.activate(role)
-    params = policy.trainable_parameters()
-    optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
-    model = policy.model
-    was_training = model.training
-    model.train()
     rng = random.Random(seed)
     records: list[dict] = []
-    try:
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            for _ in range(epochs):
-                order = list(kept)
-                rng.shuffle(order)
-                for start in range(0, len(order), batch_size):
-                    batch = order[start : start + batch_size]
-                    records.append(_step(policy, optimizer, params, batch, kl_coef, max_grad_norm, len(records)))
-                    if progress is not None:
-                        progress(len(batch))
-    finally:
-        optimizer.zero_grad(set_to_none=True)
-        model.train(was_training)
+    with policy.training(role, lr) as (optimizer, params), torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        for _ in range(epochs):
+            order = list(kept)
+            rng.shuffle(order)
+            for start in range(0, len(order), batch_size):
+                batch = order[start : start + batch_size]
+                records.append(_step(policy, optimizer, params, batch, kl_coef, max_grad_norm, len(records)))
+                if progress is not None:
+                    progress(len(batch))
     return records
 
 
