@@ -71,6 +71,11 @@ def load_tasks(ref: GenerationRef, task_ids: list[str] | None = None) -> dict[st
     return {row["task_id"]: task_from_row(row) for row in rows.sort("task_id").iter_rows(named=True)}
 
 
+def subset(tasks: dict[str, TaskInstance], task_ids: list[str]) -> dict[str, TaskInstance]:
+    """Some of the tasks already loaded, in `load_tasks` order (by id), without reading the table again."""
+    return {task_id: tasks[task_id] for task_id in sorted(set(task_ids)) if task_id in tasks}
+
+
 def pool_ids(ref: GenerationRef, pool: str, through_generation: int) -> list[str]:
     """D_train or D_env membership as of a generation, in the order tasks joined."""
     rows = ref.warehouse.read("pool", run_id=ref.run_id).filter(pool=pool)

@@ -14,7 +14,7 @@ from curriculum.pools import draw, generation_rng
 from domains.base import ValidationContext
 from genenv.faults import crash_point
 from models.generation import SamplingSettings
-from tasks.context import GenerationRef, load_tasks, pool_ids, progress_bar, stage_result, task_generation
+from tasks.context import GenerationRef, load_tasks, pool_ids, progress_bar, stage_result, subset, task_generation
 from tasks.options import stage
 from tasks.runtime import RUNTIME, committed_checkpoints
 from tasks.seed import benchmark_index
@@ -38,7 +38,8 @@ def generate(ref: GenerationRef) -> dict:
     if task_generation(ref) != ref.generation:
         return stage_result(ref, "generate", started, reused_generation=task_generation(ref))
 
-    pool = load_tasks(ref, pool_ids(ref, "train", ref.generation - 1))
+    known = load_tasks(ref)
+    pool = subset(known, pool_ids(ref, "train", ref.generation - 1))
     seeds = draw(list(pool.values()), config.seeds_per_generation, generation_rng(config.seed, ref.generation, "seeds"))
     success = recent_success_rate(ref)
     contexts = [domain.simulator_messages(seed, success) for seed in seeds]
@@ -53,7 +54,7 @@ def generate(ref: GenerationRef) -> dict:
         completions = backend.generate("simulator", conversations, sampling, progress=bar.update)
 
     crash_point(f"g{ref.generation}:generate:generated")
-    seen = {domain.dedup_key(t) for t in load_tasks(ref).values()}
+    seen = {domain.dedup_key(t) for t in known.values()}
     context = ValidationContext(seen_keys=seen, is_contaminated=benchmark_index(config.benchmarks_dir).contains)
     rows = []
     for i, seed in enumerate(seeds):

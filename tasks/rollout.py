@@ -10,7 +10,7 @@ import polars as pl
 from curriculum.pools import draw, generation_rng
 from domains.base import TaskInstance
 from models.generation import GenerationBackend, SamplingSettings
-from tasks.context import GenerationRef, load_tasks, pool_ids, progress_bar, stage_result, task_generation
+from tasks.context import GenerationRef, load_tasks, pool_ids, progress_bar, stage_result, subset, task_generation
 from tasks.options import stage
 from tasks.runtime import RUNTIME, committed_checkpoints
 from tasks.staging import read_staged, write_staged
@@ -63,8 +63,9 @@ def rollout(ref: GenerationRef) -> dict:
     if read_staged(ref, "rollouts") is not None:
         return stage_result(ref, "rollout", started, skipped=True)
     fresh_rows = ref.warehouse.read("tasks", run_id=ref.run_id, generation=task_generation(ref)).filter(valid=True)
-    fresh = load_tasks(ref, fresh_rows["task_id"].to_list())
-    pool = load_tasks(ref, pool_ids(ref, "train", ref.generation - 1))
+    known = load_tasks(ref)
+    fresh = subset(known, fresh_rows["task_id"].to_list())
+    pool = subset(known, pool_ids(ref, "train", ref.generation - 1))
     sampled = draw(
         list(pool.values()), config.pool_tasks_per_generation, generation_rng(config.seed, ref.generation, "pool")
     )
