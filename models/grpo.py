@@ -1,8 +1,10 @@
-"""GRPO on stored rollouts: group-normalised advantages, token-level loss, k3 KL to the adapter-free base."""
+"""GRPO on stored rollouts as TRL runs it: group-normalised advantages, the PPO-clipped token loss with
+TRL's "dapo" normalisation, and a k3 KL penalty to the role's reference adapter (its generation-0 adapter)."""
 
 from __future__ import annotations
 
 import math
+import random
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -21,22 +23,38 @@ class GroupSample:
     group: str
 
 
+@dataclass(frozen=True)
+class _Row:
+    """A sample the update computes, with its per-token log-probs from before the first step."""
+
+    sample: GroupSample
+    advantage: float
+    old_logp: torch.Tensor
+    ref_logp: torch.Tensor | None
+
+
 def group_advantages(samples: Sequence[GroupSample], eps: float = 1e-4) -> list[float]:
-    """(r - mean_g) / (std_g + eps) with the sample std (as TRL's torch.std); equal rewards or singletons -> 0."""
-    rewards: dict[str, list[float]] = defaultdict(list)
-    for sample in samples:
-        rewards[sample.group].append(sample.reward)
+    """(r - mean_g) / (std_g + eps) with the sample std (as TRL's torch.std); equal rewards or singletons -> 0.
+
+    Equal rewards are detected exactly: a rounding-error advantage would still get a full-size Adam step.
+    """
     stats = {}
-    for group, values in rewards.items():
+    for group, values in _group_rewards(samples).items():
         mean = sum(values) / len(values)
         spread = sum((v - mean) ** 2 for v in values)
-        std = math.sqrt(spread / (len(values) - 1)) if len(values) > 1 else 0.0
+        std = 0.0 if max(values) == min(values) else math.sqrt(spread / (len(values) - 1))
         stats[group] = (mean, std)
     advantages = []
     for sample in samples:
         mean, std = stats[sample.group]
         advantages.append(0.0 if std == 0.0 else (sample.reward - mean) / (std + eps))
     return advantages
+
+
+def zero_spread_share(samples: Sequence[GroupSample]) -> float:
+    """Share of groups whose rewards are all equal (singletons included): they carry no GRPO signal."""
+    groups = list(_group_rewards(samples).values())
+    return sum(max(v) == min(v) for v in groups) / len(groups) if groups else 0.0
 
 
 def grpo_update(
@@ -46,78 +64,184 @@ def grpo_update(
     *,
     lr: float,
     kl_coef: float,
+    epochs: int = 1,
+    minibatch_size: int = 16,
     micro_batch_size: int = 8,
-    steps: int = 1,
+    clip_epsilon: float = 0.2,
     max_grad_norm: float = 1.0,
+    seed: int = 0,
     progress: Callable[[int], None] | None = None,
 ) -> list[dict]:
-    """`steps` optimizer steps on the stored token ids, one record each; `progress(1)` after each step.
+    """`epochs` passes over `samples`, each shuffled with random.Random(seed + epoch) and cut into minibatches
+    of `minibatch_size` rows: one optimizer step, one record and one `progress(1)` per minibatch.
 
-    Loss (TRL's "dapo", one on-policy iteration): sum over all completion tokens of
-    -exp(logp - logp.detach()) * A + kl_coef * k3(logp, logp_ref), divided by the batch's completion tokens.
+    Loss per completion token (TRL's GRPO, loss_type="dapo"): the PPO clipped surrogate
+    -min(r A, clip(r, 1 - eps, 1 + eps) A) with r = exp(logp - logp_old), plus kl_coef * k3(logp, logp_ref);
+    summed over the minibatch's completion tokens and divided by their number. logp_old (and logp_ref) come
+    from one no-grad pass before the first step, so r measures how far this call's earlier steps moved the
+    policy. The record's token means (kl, clip_ratio, entropy, approx_kl) cover the rows the step computed.
     """
     advantages = group_advantages(samples)
-    total_tokens = sum(len(s.completion_ids) for s in samples)
-    if total_tokens == 0 or all(a == 0.0 for a in advantages):
-        return [_skipped(step, len(samples), progress) for step in range(steps)]
-    # Without a KL term a zero-advantage row contributes exactly nothing: skip its forward pass.
-    rows = [i for i, a in enumerate(advantages) if kl_coef != 0.0 or a != 0.0]
-    records = []
+    zero_spread = zero_spread_share(samples)
+    plan = _minibatches(len(samples), minibatch_size, epochs, seed)
+    # Without a KL term a zero-advantage row contributes exactly nothing: never forward it.
+    live = [i for i, s in enumerate(samples) if s.completion_ids and (kl_coef != 0.0 or advantages[i] != 0.0)]
+    if not live or all(a == 0.0 for a in advantages):  # no learning signal: weights and optimizer untouched
+        records = [_skipped(step, len(minibatch), zero_spread) for step, minibatch in enumerate(plan)]
+        if progress is not None:
+            for _ in records:
+                progress(1)
+        return records
+    records: list[dict] = []
     with policy.training(role, lr) as (optimizer, params):
-        for step in range(steps):
-            started = time.perf_counter()
-            optimizer.zero_grad(set_to_none=True)
-            loss_sum = kl_sum = 0.0
-            for start in range(0, len(rows), micro_batch_size):
-                batch = [samples[i] for i in rows[start : start + micro_batch_size]]
-                if not any(s.completion_ids for s in batch):
-                    continue
-                batch_advantages = [advantages[i] for i in rows[start : start + micro_batch_size]]
-                loss, kl = _micro_batch_loss(policy, batch, batch_advantages, kl_coef)
-                (loss / total_tokens).backward()
-                loss_sum += loss.item()
-                kl_sum += kl
-            grad_norm = torch.nn.utils.clip_grad_norm_(params, max_grad_norm).item()
-            optimizer.step()
-            records.append(
-                {
-                    "step": step,
-                    "loss": loss_sum / total_tokens,
-                    "kl": kl_sum / total_tokens,
-                    "n_rows": len(samples),
-                    "seconds": time.perf_counter() - started,
-                    "grad_norm": grad_norm,
-                }
-            )
+        rows = _rows(policy, role, samples, advantages, live, kl_coef != 0.0, micro_batch_size)
+        for step, minibatch in enumerate(plan):
+            trained = [rows[i] for i in minibatch if i in rows]
+            if trained:
+                # dapo: the minibatch's completion tokens, trained or skipped, normalise its loss
+                tokens = sum(len(samples[i].completion_ids) for i in minibatch)
+                started = time.perf_counter()
+                optimizer.zero_grad(set_to_none=True)
+                sums: dict[str, float] = defaultdict(float)
+                for start in range(0, len(trained), micro_batch_size):
+                    micro_batch = trained[start : start + micro_batch_size]
+                    loss, stats = _micro_batch_loss(policy, micro_batch, kl_coef, clip_epsilon)
+                    (loss / tokens).backward()
+                    for key, value in stats.items():
+                        sums[key] += value
+                grad_norm = torch.nn.utils.clip_grad_norm_(params, max_grad_norm).item()
+                optimizer.step()
+                computed = sums["tokens"]
+                records.append(
+                    {
+                        "step": step,
+                        "loss": sums["loss"] / tokens,
+                        "kl": sums["kl"] / computed if kl_coef != 0.0 else None,
+                        "n_rows": len(minibatch),
+                        "seconds": time.perf_counter() - started,
+                        "grad_norm": grad_norm,
+                        "clip_ratio": sums["clipped"] / computed,
+                        "entropy": sums["entropy"] / computed,
+                        "approx_kl": sums["approx_kl"] / computed,
+                        "zero_spread_share": zero_spread,
+                        "skipped": False,
+                    }
+                )
+            else:
+                records.append(_skipped(step, len(minibatch), zero_spread))
             if progress is not None:
                 progress(1)
     return records
 
 
+def _minibatches(n_rows: int, size: int, epochs: int, seed: int) -> list[list[int]]:
+    """Row indices of each planned step: every epoch shuffles all rows with random.Random(seed + epoch)."""
+    plan = []
+    for epoch in range(epochs):
+        order = list(range(n_rows))
+        random.Random(seed + epoch).shuffle(order)
+        plan += [order[start : start + size] for start in range(0, n_rows, size)]
+    return plan
+
+
+def _rows(
+    policy: PolicyPair,
+    role: str,
+    samples: Sequence[GroupSample],
+    advantages: Sequence[float],
+    live: Sequence[int],
+    with_reference: bool,
+    micro_batch_size: int,
+) -> dict[int, _Row]:
+    """The rows to train on, keyed by sample index, with logp_old (and logp_ref) from no-grad passes."""
+    batch = [samples[i] for i in live]
+    old = _logprobs(policy, batch, micro_batch_size)
+    ref: list[torch.Tensor | None] = [None] * len(batch)
+    if with_reference:
+        with policy.reference(role):
+            ref = _logprobs(policy, batch, micro_batch_size)
+    return {i: _Row(samples[i], advantages[i], o, r) for i, o, r in zip(live, old, ref, strict=True)}
+
+
+def _logprobs(policy: PolicyPair, samples: Sequence[GroupSample], micro_batch_size: int) -> list[torch.Tensor]:
+    """Each sample's completion-token log-probs under the current forward path, without gradient."""
+    out: list[torch.Tensor] = []
+    with torch.no_grad():
+        for start in range(0, len(samples), micro_batch_size):
+            batch = samples[start : start + micro_batch_size]
+            log_probs, targets, mask = policy.completion_logprobs(
+                [s.prompt_ids for s in batch], [s.completion_ids for s in batch]
+            )
+            out += _token_logp(log_probs, targets, mask)[mask].split([len(s.completion_ids) for s in batch])
+    return out
+
+
 def _micro_batch_loss(
-    policy: PolicyPair, batch: Sequence[GroupSample], advantages: Sequence[float], kl_coef: float
-) -> tuple[torch.Tensor, float]:
-    """Summed (not averaged) per-token loss of one micro-batch, and its summed KL for logging."""
-    prompts = [s.prompt_ids for s in batch]
-    completions = [s.completion_ids for s in batch]
-    log_probs, targets, mask = policy.completion_logprobs(prompts, completions)
-    logp = log_probs.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
-    advantage = torch.tensor(advantages, dtype=logp.dtype, device=logp.device).unsqueeze(-1)
-    per_token = -torch.exp(logp - logp.detach()) * advantage
-    kl_total = 0.0
+    policy: PolicyPair, batch: Sequence[_Row], kl_coef: float, eps: float
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """Summed (not averaged) per-token loss of one micro-batch, and its summed token statistics."""
+    log_probs, targets, mask = policy.completion_logprobs(
+        [r.sample.prompt_ids for r in batch], [r.sample.completion_ids for r in batch]
+    )
+    logp = _token_logp(log_probs, targets, mask)
+    old_logp = _placed([r.old_logp for r in batch], mask)
+    advantage = torch.tensor([r.advantage for r in batch], dtype=logp.dtype, device=logp.device).unsqueeze(-1)
+    ratio = torch.exp(logp - old_logp)
+    # PPO's clipped surrogate (as TRL's GRPO): the pessimistic of the unclipped and the clipped objective.
+    per_token = -torch.min(ratio * advantage, torch.clamp(ratio, 1 - eps, 1 + eps) * advantage)
+    stats = {}
     if kl_coef != 0.0:
-        with torch.no_grad(), policy.reference():
-            ref_log_probs, _, _ = policy.completion_logprobs(prompts, completions)
-            ref_logp = ref_log_probs.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
-        delta = ref_logp - logp
-        kl = torch.exp(delta) - delta - 1
+        delta = _placed([r.ref_logp for r in batch], mask) - logp
+        kl = torch.exp(delta) - delta - 1  # k3 estimate of KL(pi || pi_ref)
         per_token = per_token + kl_coef * kl
-        kl_total = (kl * mask).sum().item()
-    return (per_token * mask).sum(), kl_total
+        stats["kl"] = (kl * mask).sum().item()
+    loss = (per_token * mask).sum()
+    with torch.no_grad():
+        clipped = ((ratio < 1 - eps) & (advantage < 0)) | ((ratio > 1 + eps) & (advantage > 0))
+        entropy = -(log_probs.exp() * log_probs).sum(-1)
+        moved = old_logp - logp
+        approx_kl = torch.exp(moved) - moved - 1  # k3 of the current policy to the pre-update one
+        stats |= {
+            "loss": loss.item(),
+            "tokens": mask.sum().item(),
+            "clipped": (clipped & mask).sum().item(),
+            "entropy": (entropy * mask).sum().item(),
+            "approx_kl": (approx_kl * mask).sum().item(),
+        }
+    return loss, stats
 
 
-def _skipped(step: int, n_rows: int, progress: Callable[[int], None] | None) -> dict:
-    """No learning signal (all advantages 0): report the step without touching the weights or the optimizer."""
-    if progress is not None:
-        progress(1)
-    return {"step": step, "loss": 0.0, "kl": 0.0, "n_rows": n_rows, "seconds": 0.0, "grad_norm": 0.0, "skipped": True}
+def _token_logp(log_probs: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Log-prob of each completion token [B, C]; 0 at padding, so no padded value can overflow an exp."""
+    return log_probs.gather(-1, targets.unsqueeze(-1)).squeeze(-1).masked_fill(~mask, 0.0)
+
+
+def _placed(values: Sequence[torch.Tensor], mask: torch.Tensor) -> torch.Tensor:
+    """Per-row token values laid out where `mask` marks each row's completion tokens; 0 at padding."""
+    out = torch.zeros(mask.shape, device=mask.device)
+    out[mask] = torch.cat(list(values))
+    return out
+
+
+def _group_rewards(samples: Sequence[GroupSample]) -> dict[str, list[float]]:
+    rewards: dict[str, list[float]] = defaultdict(list)
+    for sample in samples:
+        rewards[sample.group].append(sample.reward)
+    return rewards
+
+
+def _skipped(step: int, n_rows: int, zero_spread: float) -> dict:
+    """A planned step without a learning signal: reported, but weights and optimizer are left alone."""
+    return {
+        "step": step,
+        "loss": 0.0,
+        "kl": None,
+        "n_rows": n_rows,
+        "seconds": 0.0,
+        "grad_norm": 0.0,
+        "clip_ratio": 0.0,
+        "entropy": None,
+        "approx_kl": 0.0,
+        "zero_spread_share": zero_spread,
+        "skipped": True,
+    }

@@ -1,4 +1,8 @@
-"""One base model in memory carrying two LoRA adapters, the agent and the simulator."""
+"""One base model in memory carrying two LoRA adapters, the agent and the simulator.
+
+Each role may also carry a frozen reference adapter (its generation-0 adapter), the anchor of its KL
+penalty, and its AdamW state, which lives in the adapter folder so training resumes across generations.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ from models.loading import make_readable
 
 ROLES = ("agent", "simulator")
 PRECISIONS = ("float32", "bfloat16")
+OPTIMIZER_FILE = "optimizer.pt"
 
 
 @dataclass(frozen=True)
@@ -37,14 +42,22 @@ class LoraSettings:
 
 
 class PolicyPair:
-    """One base model in memory, two named LoRA adapters 'agent' and 'simulator'."""
+    """One base model in memory, two named LoRA adapters 'agent' and 'simulator' (plus frozen references)."""
 
-    def __init__(self, model: PeftModel, tokenizer: PreTrainedTokenizerBase, precision: str = "float32") -> None:
+    def __init__(
+        self,
+        model: PeftModel,
+        tokenizer: PreTrainedTokenizerBase,
+        precision: str = "float32",
+        optimizer_states: Mapping[str, dict] | None = None,
+    ) -> None:
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {sorted(PRECISIONS)}, got {precision!r}")
         self.model = model
         self.tokenizer = tokenizer
         self.precision = precision
+        # role -> the AdamW state_dict its next `training(persist=True)` resumes from
+        self.optimizer_states: dict[str, dict] = dict(optimizer_states or {})
 
     @classmethod
     def load(
@@ -54,10 +67,14 @@ class PolicyPair:
         adapters: Mapping[str, Path | None] | None = None,
         seed: int = 0,
         precision: str = "float32",
+        references: Mapping[str, Path | None] | None = None,
     ) -> PolicyPair:
-        """Load the base once; each role gets its saved adapter or a fresh one (B = 0, so it equals the base)."""
+        """Load the base once; each role gets its saved adapter (and optimizer state, when the folder holds
+        one) or a fresh adapter (B = 0, so it equals the base). A role with a folder in `references` gets that
+        adapter as its frozen KL reference; a role without one is anchored to the base."""
         adapters = adapters or {}
-        unknown = set(adapters) - set(ROLES)
+        references = references or {}
+        unknown = (set(adapters) | set(references)) - set(ROLES)
         if unknown:
             raise ValueError(f"unknown adapter roles {sorted(unknown)}; expected {ROLES}")
         tokenizer = AutoTokenizer.from_pretrained(base_path)
@@ -69,7 +86,15 @@ class PolicyPair:
         model: PeftModel | None = None
         for index, role in enumerate(ROLES):
             model = _attach(base, model, role, adapters.get(role), lora, seed + index)
-        pair = cls(model, tokenizer, precision)
+        for role, folder in references.items():
+            if folder is not None:
+                model.load_adapter(folder, adapter_name=_reference_name(role), is_trainable=False)
+        states = {
+            role: torch.load(Path(folder) / OPTIMIZER_FILE, map_location="cpu", weights_only=True)
+            for role, folder in adapters.items()
+            if folder is not None and (Path(folder) / OPTIMIZER_FILE).is_file()
+        }
+        pair = cls(model, tokenizer, precision, states)
         pair.activate(ROLES[0])
         return pair
 
@@ -78,7 +103,7 @@ class PolicyPair:
         return next(self.model.parameters()).device
 
     def activate(self, role: str) -> None:
-        """Route forward passes through `role` and make only its LoRA weights trainable."""
+        """Route forward passes through `role` and make only its LoRA weights trainable (never a reference)."""
         _check_role(role)
         self.model.set_adapter(role)
         for name, param in self.model.named_parameters():
@@ -88,7 +113,8 @@ class PolicyPair:
         return [p for p in self.model.parameters() if p.requires_grad]
 
     def save_adapter(self, role: str, folder: Path) -> None:
-        """Write `role`'s adapter to `folder`, replacing it atomically so readers never see a partial adapter."""
+        """Write `role`'s adapter and its optimizer state (if any) to `folder`, replacing it atomically so
+        readers never see a partial adapter. References are never saved: they are someone else's checkpoint."""
         _check_role(role)
         folder = Path(folder)
         folder.parent.mkdir(parents=True, exist_ok=True)
@@ -96,6 +122,8 @@ class PolicyPair:
         try:
             self.model.save_pretrained(staging, selected_adapters=[role])
             saved = staging / role
+            if role in self.optimizer_states:
+                torch.save(self.optimizer_states[role], saved / OPTIMIZER_FILE)
             make_readable(saved)
             if folder.exists():
                 old = staging / "previous"
@@ -109,27 +137,51 @@ class PolicyPair:
         return torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.precision == "bfloat16")
 
     @contextmanager
-    def training(self, role: str, lr: float) -> Iterator[tuple[torch.optim.Optimizer, list[torch.nn.Parameter]]]:
-        """Train mode with only `role`'s adapter trainable and a fresh AdamW over it; the mode is restored after.
+    def training(
+        self, role: str, lr: float, persist: bool = True
+    ) -> Iterator[tuple[torch.optim.Optimizer, list[torch.nn.Parameter]]]:
+        """Train mode with only `role`'s adapter trainable and an AdamW over it; the mode is restored after.
 
-        A fresh optimizer per update: no optimizer state outlives a generation, so a snapshot is complete.
+        persist=True resumes the role's AdamW state (at learning rate `lr`) and keeps it after the block, so
+        a few steps per generation are steps of one Adam run, not sign-like first steps of fresh optimizers.
+        persist=False (warm start) uses a fresh AdamW and drops any kept state.
         """
         self.activate(role)
         params = self.trainable_parameters()
         optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
+        state = self.optimizer_states.pop(role, None)
+        if persist and state is not None:
+            optimizer.load_state_dict(state)
+            for group in optimizer.param_groups:
+                group["lr"] = lr
         was_training = self.model.training
         self.model.train()
         try:
             yield optimizer, params
+            if persist:
+                self.optimizer_states[role] = optimizer.state_dict()
         finally:
             optimizer.zero_grad(set_to_none=True)
             self.model.train(was_training)
 
     @contextmanager
-    def reference(self) -> Iterator[None]:
-        """The base with all adapters disabled: the KL reference (the initial agent and simulator)."""
-        with self.model.disable_adapter():
-            yield
+    def reference(self, role: str) -> Iterator[None]:
+        """Forward passes through `role`'s frozen reference adapter, or the base with adapters disabled when
+        it has none: the anchor of its KL penalty. The active adapter and trainable flags are restored after."""
+        _check_role(role)
+        previous = self.model.active_adapter
+        trainable = [p.requires_grad for p in self.model.parameters()]
+        try:
+            if _reference_name(role) in self.model.peft_config:
+                self.model.set_adapter(_reference_name(role), inference_mode=True)
+                yield
+            else:
+                with self.model.disable_adapter():
+                    yield
+        finally:
+            self.model.set_adapter(previous)
+            for param, flag in zip(self.model.parameters(), trainable, strict=True):
+                param.requires_grad = flag
 
     def completion_logprobs(
         self, prompts: Sequence[Sequence[int]], completions: Sequence[Sequence[int]]
@@ -189,8 +241,12 @@ def _attach(
     return model
 
 
+def _reference_name(role: str) -> str:
+    return f"{role}_ref"
+
+
 def _adapter_of(param_name: str) -> str | None:
-    """'...q_proj.lora_A.agent.weight' -> 'agent'; None for base weights."""
+    """'...q_proj.lora_A.agent.weight' -> 'agent' ('agent_ref' for its reference); None for base weights."""
     parts = param_name.split(".")
     for index, part in enumerate(parts[:-1]):
         if part.startswith("lora_"):

@@ -1,4 +1,4 @@
-"""Reward-weighted regression: weighted SFT plus KL to the adapter-free base (warm start and simulator update)."""
+"""Reward-weighted regression: weighted SFT plus KL to the role's reference adapter (warm start, simulator update)."""
 
 from __future__ import annotations
 
@@ -46,13 +46,15 @@ def weighted_sft(
     batch_size: int = 8,
     seed: int = 0,
     max_grad_norm: float = 1.0,
+    persist: bool = True,
     progress: Callable[[int], None] | None = None,
 ) -> list[dict]:
     """One optimizer step per batch; `progress(n)` gets each batch's row count.
 
     Loss = sum_i w_i NLL_i / sum_i w_i + kl_coef * token-mean KL(pi_role || pi_ref) over target tokens, where
-    NLL_i is example i's mean target-token NLL and the KL is exact over the vocabulary. Zero-weight examples
-    carry no signal and are dropped before batching.
+    NLL_i is example i's mean target-token NLL, pi_ref is `policy.reference(role)` and the KL is exact over
+    the vocabulary. Zero-weight examples carry no signal and are dropped before batching. `persist` as in
+    `PolicyPair.training`: False for the warm start (a fresh AdamW, nothing kept).
     """
     if any(e.weight < 0 for e in examples):
         raise ValueError("weights must be non-negative")
@@ -61,14 +63,14 @@ def weighted_sft(
         return []
     rng = random.Random(seed)
     records: list[dict] = []
-    with policy.training(role, lr) as (optimizer, params), torch.random.fork_rng(devices=[]):
+    with policy.training(role, lr, persist) as (optimizer, params), torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         for _ in range(epochs):
             order = list(kept)
             rng.shuffle(order)
             for start in range(0, len(order), batch_size):
                 batch = order[start : start + batch_size]
-                records.append(_step(policy, optimizer, params, batch, kl_coef, max_grad_norm, len(records)))
+                records.append(_step(policy, role, optimizer, params, batch, kl_coef, max_grad_norm, len(records)))
                 if progress is not None:
                     progress(len(batch))
     return records
@@ -76,6 +78,7 @@ def weighted_sft(
 
 def _step(
     policy: PolicyPair,
+    role: str,
     optimizer: torch.optim.Optimizer,
     params: list[torch.nn.Parameter],
     batch: Sequence[WeightedExample],
@@ -86,18 +89,24 @@ def _step(
     started = time.perf_counter()
     prompts = [e.prompt_ids for e in batch]
     targets_ids = [e.target_ids for e in batch]
+    ref_log_probs = None
+    if kl_coef != 0.0:  # before the policy's pass: switching adapters must not happen while a graph is pending
+        with torch.no_grad(), policy.reference(role):
+            ref_log_probs, _, _ = policy.completion_logprobs(prompts, targets_ids)
     log_probs, targets, mask = policy.completion_logprobs(prompts, targets_ids)
     token_nll = -log_probs.gather(-1, targets.unsqueeze(-1)).squeeze(-1) * mask
     nll = token_nll.sum(-1) / mask.sum(-1).clamp(min=1)
     weights = torch.tensor([e.weight for e in batch], dtype=nll.dtype, device=nll.device)
     weighted_nll = (weights * nll).sum() / weights.sum()
-    kl = torch.zeros((), device=nll.device)
-    if kl_coef != 0.0:
-        with torch.no_grad(), policy.reference():
-            ref_log_probs, _, _ = policy.completion_logprobs(prompts, targets_ids)
+    tokens = mask.sum().clamp(min=1)
+    loss = weighted_nll
+    kl = None
+    if ref_log_probs is not None:
         per_token = (log_probs.exp() * (log_probs - ref_log_probs)).sum(-1)
-        kl = (per_token * mask).sum() / mask.sum().clamp(min=1)
-    loss = weighted_nll + kl_coef * kl
+        kl = (per_token * mask).sum() / tokens
+        loss = loss + kl_coef * kl
+    with torch.no_grad():
+        entropy = (-(log_probs.exp() * log_probs).sum(-1) * mask).sum() / tokens
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     grad_norm = torch.nn.utils.clip_grad_norm_(params, max_grad_norm).item()
@@ -106,8 +115,9 @@ def _step(
         "step": step,
         "loss": loss.item(),
         "nll": weighted_nll.item(),
-        "kl": kl.item(),
+        "kl": None if kl is None else kl.item(),
         "n_rows": len(batch),
         "seconds": time.perf_counter() - started,
         "grad_norm": grad_norm,
+        "entropy": entropy.item(),
     }

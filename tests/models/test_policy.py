@@ -64,15 +64,81 @@ def test_activate_makes_only_that_adapter_trainable(policy: PolicyPair) -> None:
 
 
 def test_adapters_are_independent_and_reference_disables_them(policy: PolicyPair) -> None:
+    """A role without a reference adapter is anchored to the base."""
     base = logits(policy, "simulator")
     perturb(policy, "agent")
     assert not torch.allclose(logits(policy, "agent"), base)
     assert torch.equal(logits(policy, "simulator"), base)
     policy.activate("agent")
-    with torch.no_grad(), policy.reference():
+    with torch.no_grad(), policy.reference("agent"):
         reference, _, _ = policy.completion_logprobs(PROMPTS, COMPLETIONS)
     assert torch.allclose(reference, base, atol=1e-6)
     assert not torch.allclose(logits(policy, "agent"), base)
+
+
+def test_reference_adapter_is_frozen_and_never_saved(policy: PolicyPair, tiny_model_dir: Path, tmp_path: Path) -> None:
+    perturb(policy, "agent")
+    anchor = logits(policy, "agent")
+    policy.save_adapter("agent", tmp_path / "anchor")
+    pair = PolicyPair.load(tiny_model_dir, LoraSettings(), references={"agent": tmp_path / "anchor"})
+    base = logits(pair, "agent")
+    perturb(pair, "agent")
+    perturb(pair, "simulator")
+    current = logits(pair, "agent")
+    assert not torch.allclose(current, anchor, atol=1e-3) and not torch.allclose(current, base, atol=1e-3)
+    for role, expected in (("agent", anchor), ("simulator", base)):
+        pair.activate(role)
+        trainable = {n for n, p in pair.model.named_parameters() if p.requires_grad}
+        assert trainable and all(f".{role}." in n for n in trainable)
+        with torch.no_grad(), pair.reference(role):
+            reference, _, _ = pair.completion_logprobs(PROMPTS, COMPLETIONS)
+        assert torch.allclose(reference, expected, atol=1e-6)
+        assert pair.model.active_adapter == role
+        assert {n for n, p in pair.model.named_parameters() if p.requires_grad} == trainable
+    assert torch.equal(logits(pair, "agent"), current)
+
+    pair.save_adapter("agent", tmp_path / "saved")
+    assert {p.name for p in (tmp_path / "saved").iterdir()} == {"adapter_config.json", "adapter_model.safetensors"}
+    assert torch.equal(
+        logits(PolicyPair.load(tiny_model_dir, LoraSettings(), {"agent": tmp_path / "saved"}), "agent"), current
+    )
+    with pytest.raises(ValueError, match="unknown role"):
+        pair.save_adapter("agent_ref", tmp_path / "never")
+    with pytest.raises(ValueError, match="unknown adapter roles"):
+        PolicyPair.load(tiny_model_dir, LoraSettings(), references={"critic": tmp_path / "anchor"})
+
+
+def one_step(policy: PolicyPair, role: str, lr: float, persist: bool = True) -> torch.optim.Optimizer:
+    with policy.training(role, lr, persist) as (optimizer, _):
+        log_probs, targets, mask = policy.completion_logprobs(PROMPTS, COMPLETIONS)
+        (-(log_probs.gather(-1, targets.unsqueeze(-1)).squeeze(-1) * mask).sum()).backward()
+        optimizer.step()
+    return optimizer
+
+
+def test_optimizer_state_is_kept_saved_and_loaded(policy: PolicyPair, tiny_model_dir: Path, tmp_path: Path) -> None:
+    one_step(policy, "agent", 1e-2, persist=False)
+    assert policy.optimizer_states == {}
+    policy.save_adapter("agent", tmp_path / "fresh")
+    assert not (tmp_path / "fresh" / "optimizer.pt").exists()
+
+    one_step(policy, "agent", 1e-2)
+    resumed = one_step(policy, "agent", 3e-3)
+    assert [g["lr"] for g in resumed.param_groups] == [3e-3]
+    kept = policy.optimizer_states["agent"]
+    assert kept["state"][0]["step"].item() == 2
+    assert "simulator" not in policy.optimizer_states
+    policy.save_adapter("agent", tmp_path / "agent")
+    loaded = PolicyPair.load(tiny_model_dir, LoraSettings(), {"agent": tmp_path / "agent"}).optimizer_states
+    assert set(loaded) == {"agent"}
+    assert all(
+        torch.equal(loaded["agent"]["state"][i][key], kept["state"][i][key])
+        for i in kept["state"]
+        for key in ("step", "exp_avg", "exp_avg_sq")
+    )
+
+    one_step(policy, "agent", 1e-2, persist=False)
+    assert policy.optimizer_states == {}
 
 
 def test_save_and_load_round_trip(policy: PolicyPair, tiny_model_dir: Path, tmp_path: Path) -> None:

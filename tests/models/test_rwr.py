@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+import torch
 
 from models.generation import SamplingSettings, TransformersBackend, encode_prompt
 from models.policy import LoraSettings, PolicyPair
@@ -74,3 +77,38 @@ def test_weights_scale_the_nll(policy: PolicyPair) -> None:
 def test_negative_weights_are_rejected(policy: PolicyPair) -> None:
     with pytest.raises(ValueError, match="non-negative"):
         weighted_sft(policy, "agent", examples(policy, weight=-1.0), lr=1e-2, kl_coef=0.0)
+
+
+def test_kl_is_to_the_reference_adapter(policy: PolicyPair, tiny_model_dir: Path, tmp_path: Path) -> None:
+    """Anchored to a copy of the start adapter the KL starts at 0; anchored to the base it would not."""
+    with torch.no_grad():
+        for name, param in policy.model.named_parameters():
+            if "lora_B.simulator." in name:
+                param.normal_(0.0, 0.5)
+    policy.save_adapter("simulator", tmp_path / "simulator")
+    folders = {"simulator": tmp_path / "simulator"}
+    anchored = PolicyPair.load(tiny_model_dir, LoraSettings(), folders, references=folders)
+    unanchored = PolicyPair.load(tiny_model_dir, LoraSettings(), folders)
+    [to_copy] = weighted_sft(anchored, "simulator", examples(anchored), lr=1e-2, kl_coef=0.1)
+    [to_base] = weighted_sft(unanchored, "simulator", examples(unanchored), lr=1e-2, kl_coef=0.1)
+    assert to_copy["kl"] == pytest.approx(0.0, abs=1e-9)
+    assert to_base["kl"] > 1e-2
+
+
+def test_records_carry_entropy_and_persist_is_passed_through(policy: PolicyPair) -> None:
+    batch = examples(policy)
+    [record] = weighted_sft(policy, "agent", batch, lr=0.0, kl_coef=0.0, persist=False)
+    assert "agent" not in policy.optimizer_states
+    policy.activate("agent")
+    entropy = tokens = 0.0
+    for example in batch:
+        ids = torch.tensor([example.prompt_ids + example.target_ids])
+        with torch.no_grad():
+            log_probs = policy.model(ids).logits[0, :-1].log_softmax(-1)[len(example.prompt_ids) - 1 :]
+        entropy += -(log_probs.exp() * log_probs).sum().item()
+        tokens += len(example.target_ids)
+    assert record["entropy"] == pytest.approx(entropy / tokens, rel=1e-5)
+    assert record["kl"] is None and record["grad_norm"] > 0
+    records = weighted_sft(policy, "agent", batch * 2, lr=1e-2, kl_coef=0.0, batch_size=2, epochs=2)
+    assert len(records) == 4
+    assert policy.optimizer_states["agent"]["state"][0]["step"].item() == 4
