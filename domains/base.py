@@ -57,18 +57,24 @@ class ValidationContext:
     """Dedup keys of every task already in the pool or in this generation."""
     is_contaminated: Callable[[str], bool] = lambda text: False
     """True when text overlaps the evaluation benchmarks."""
+    heldout_calls: set[str] = field(default_factory=set)
+    """`Domain.answer_key` of every held-out seed: a generated task with the same answer would train on a held-out
+    item in other words. An answer without calls (abstention) never counts as overlap."""
 
 
 class Domain(Protocol):
     name: str
-    structured: bool
-    """True when R_agent is exact match (structured actions); False for a soft similarity."""
 
     def load_seeds(self) -> list[TaskInstance]: ...
 
     def agent_messages(self, task: TaskInstance) -> Messages: ...
 
-    def simulator_messages(self, seed: TaskInstance, success_rate: float | None) -> Messages: ...
+    def simulator_messages(
+        self, seed: TaskInstance, success_rate: float | None, alpha: float = 0.5, k_min: float = 0.1
+    ) -> Messages:
+        """The simulator's prompt for a variation of `seed`, asking for harder tasks when the agent's success rate
+        is above alpha + k_min and easier ones below alpha - k_min (the alpha-Curriculum band)."""
+        ...
 
     def simulator_target(self, task: TaskInstance) -> str:
         """The completion the simulator should write for `task` (warm start and RWR targets)."""
@@ -79,6 +85,10 @@ class Domain(Protocol):
     def validate(self, candidate: Candidate, context: ValidationContext) -> Candidate: ...
 
     def dedup_key(self, task: TaskInstance) -> str: ...
+
+    def answer_key(self, task: TaskInstance) -> str:
+        """The task's answer in canonical form, for ValidationContext.heldout_calls."""
+        ...
 
     def verify(self, output: str, task: TaskInstance) -> Verdict: ...
 

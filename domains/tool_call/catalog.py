@@ -78,11 +78,15 @@ def pick(r: Random, options: list[Request]) -> Request:
     return r.choice(options)
 
 
+YEAR = 2026
+"""The year of every sampled date; a request that names no year means this one."""
+
+
 def date(r: Random) -> tuple[str, str]:
-    """A 2026 date as (how a person says it, ISO)."""
+    """A date in YEAR as (how a person says it, ISO)."""
     month, day = r.randint(1, 12), r.randint(1, 28)
-    iso = f"2026-{month:02d}-{day:02d}"
-    spoken = r.choice([f"{MONTHS[month - 1]} {day}, 2026", f"{day} {MONTHS[month - 1]} 2026", iso])
+    iso = f"{YEAR}-{month:02d}-{day:02d}"
+    spoken = r.choice([f"{MONTHS[month - 1]} {day}, {YEAR}", f"{day} {MONTHS[month - 1]} {YEAR}", iso])
     return spoken, iso
 
 
@@ -480,6 +484,9 @@ def _departures(r: Random) -> Request:
     ])  # fmt: skip
 
 
+TRAVEL_VERBS = {"walking": "walk", "cycling": "cycle", "transit": "take public transport", "driving": "drive"}
+
+
 @function(
     "maps.directions",
     "Route between two places.",
@@ -491,7 +498,7 @@ def _departures(r: Random) -> Request:
 def _directions(r: Random) -> Request:
     origin, destination = r.sample(PLACES, 2)
     mode = r.choice(["walking", "cycling", "transit"])
-    verb = {"walking": "walk", "cycling": "cycle", "transit": "take public transport"}[mode]
+    verb = TRAVEL_VERBS[mode]
     return pick(r, [
         (f"How do I drive from {origin} to {destination}?", {"origin": origin, "destination": destination}),
         (f"I want to {verb} from {origin} to {destination}, show me the way.",
@@ -803,6 +810,9 @@ def _prime(r: Random) -> Request:
     ])  # fmt: skip
 
 
+BASE_NAMES = {2: "binary", 8: "octal", 16: "hexadecimal"}
+
+
 @function(
     "math.to_base",
     "Write an integer in another base.",
@@ -812,7 +822,7 @@ def _prime(r: Random) -> Request:
 )
 def _to_base(r: Random) -> Request:
     number = r.randint(10, 5000)
-    base, word = r.choice([(2, "binary"), (8, "octal"), (16, "hexadecimal")])
+    base, word = r.choice(list(BASE_NAMES.items()))
     args = {"number": number, "base": base}
     return pick(r, [
         (f"What is {number} in {word}?", args),
@@ -839,6 +849,9 @@ def _folder(r: Random) -> Request:
     ])  # fmt: skip
 
 
+FILE_KINDS = {"*.pdf": "PDFs", "*.jpg": "JPEG photos", "*.csv": "CSV files", "*.mp3": "MP3s"}
+
+
 @function(
     "files.find",
     "Find files whose name matches a pattern.",
@@ -847,7 +860,7 @@ def _folder(r: Random) -> Request:
     folder=param("string", "Folder to search in.", default="~"),
 )
 def _find_files(r: Random) -> Request:
-    pattern, kind = r.choice([("*.pdf", "PDFs"), ("*.jpg", "JPEG photos"), ("*.csv", "CSV files"), ("*.mp3", "MP3s")])
+    pattern, kind = r.choice(list(FILE_KINDS.items()))
     folder = r.choice(["~/Downloads", "~/Desktop", "~/Documents"])
     return pick(r, [
         (f"Find all {kind} in my home folder.", {"pattern": pattern}),

@@ -1,4 +1,4 @@
-"""The tool_call domain: BFCL-style function calling, R_agent by exact match of the calls.
+"""The tool_call domain: BFCL-style function calling, R_agent by BFCL's AST checker plus the schema.
 
 Reject convention: `parse_candidate` returns task=None when the simulator output could not be turned into a task
 (reasons "empty" .. "unparseable_answer"); `validate` keeps the parsed task and sets reject_reason (the rest).
@@ -16,9 +16,10 @@ from typing import Any
 
 from domains import decontamination
 from domains.base import Candidate, Messages, TaskInstance, ValidationContext, Verdict
-from domains.tool_call import prompts
+from domains.tool_call import grounding, prompts
 from domains.tool_call.calls import Call, ParseError, canonical_calls, format_calls, parse_calls
-from domains.tool_call.schema import calls_match, schema_error
+from domains.tool_call.checker import check, decode, possible_answers
+from domains.tool_call.schema import schema_error
 
 PARSE_REJECT_REASONS = ("empty", "too_long", "truncated", "missing_request", "missing_answer", "unparseable_answer")
 VALIDATE_REJECT_REASONS = (
@@ -30,6 +31,8 @@ VALIDATE_REJECT_REASONS = (
     "checker_rejects_answer",
     "duplicate",
     "benchmark_overlap",
+    "heldout_overlap",
+    *grounding.REJECT_REASONS,
 )
 REJECT_REASONS = PARSE_REJECT_REASONS + VALIDATE_REJECT_REASONS
 MAX_RAW_CHARS = 2000
@@ -50,7 +53,6 @@ def normalise_question(text: str) -> str:
 
 class ToolCallDomain:
     name = "tool_call"
-    structured = True
 
     def load_seeds(self) -> list[TaskInstance]:
         text = resources.files("domains.tool_call").joinpath("data/seeds.jsonl").read_text(encoding="utf-8")
@@ -70,8 +72,12 @@ class ToolCallDomain:
     def agent_messages(self, task: TaskInstance) -> Messages:
         return prompts.agent_messages(task.spec["functions"], task.spec["question"])
 
-    def simulator_messages(self, seed: TaskInstance, success_rate: float | None) -> Messages:
-        return prompts.simulator_messages(seed.spec["functions"], seed.spec["question"], seed.answer, success_rate)
+    def simulator_messages(
+        self, seed: TaskInstance, success_rate: float | None, alpha: float = 0.5, k_min: float = 0.1
+    ) -> Messages:
+        return prompts.simulator_messages(
+            seed.spec["functions"], seed.spec["question"], seed.answer, success_rate, alpha, k_min
+        )
 
     def simulator_target(self, task: TaskInstance) -> str:
         return prompts.simulator_target(task.spec["question"], task.answer)
@@ -106,29 +112,49 @@ class ToolCallDomain:
         task = candidate.task
         if task is None or candidate.reject_reason is not None:
             return candidate
-        calls = _try_parse(task.answer)
-        reason = "unparseable_answer" if calls is None else schema_error(calls, task.spec["functions"])
-        if reason is None and self.verify(task.answer, task).reward != 1.0:
-            reason = "checker_rejects_answer"
-        if reason is None and self.dedup_key(task) in context.seen_keys:
-            reason = "duplicate"
-        if reason is None and context.is_contaminated(task.spec["question"]):
-            reason = "benchmark_overlap"
+        reason = self._reject_reason(task, context)
         return candidate if reason is None else dataclasses.replace(candidate, reject_reason=reason)
+
+    def _reject_reason(self, task: TaskInstance, context: ValidationContext) -> str | None:
+        """The first failed check, cheapest and most basic first; None when the task is valid."""
+        calls = _try_parse(task.answer)
+        if calls is None:
+            return "unparseable_answer"
+        functions, request = task.spec["functions"], task.spec["question"]
+        checks = (
+            lambda: schema_error(calls, functions),
+            lambda: "checker_rejects_answer" if self.verify(task.answer, task).reward != 1.0 else None,
+            lambda: "duplicate" if self.dedup_key(task) in context.seen_keys else None,
+            lambda: "benchmark_overlap" if context.is_contaminated(request) else None,
+            lambda: "heldout_overlap" if calls and self.answer_key(task) in context.heldout_calls else None,
+            lambda: grounding.answer_error(calls, functions, request),
+        )
+        return next((reason for run in checks if (reason := run()) is not None), None)
 
     def dedup_key(self, task: TaskInstance) -> str:
         """Same request modulo case, punctuation and spacing, with the same calls in any order."""
-        return normalise_question(task.spec["question"]) + "||" + canonical_calls(parse_calls(task.answer))
+        return normalise_question(task.spec["question"]) + "||" + self.answer_key(task)
+
+    def answer_key(self, task: TaskInstance) -> str:
+        """The calls in canonical form (calls.canonical_calls), as ValidationContext.heldout_calls holds them."""
+        return canonical_calls(parse_calls(task.answer))
 
     def verify(self, output: str, task: TaskInstance) -> Verdict:
-        """R_agent = 1.0 on exact match of the call multiset. A bad reference raises: tasks are validated first."""
+        """R_agent = 1.0 when BFCL's AST checker accepts `output` for the task (the irrelevance rule when the answer
+        is `[]`) and every call fits the schema exactly (enum values as listed). A bad reference raises: tasks are
+        validated first."""
+        functions = task.spec["functions"]
         reference = parse_calls(task.answer)
+        if reference:
+            judged = check("parallel", functions, output, possible_answers(reference, functions))
+        else:
+            judged = check("irrelevance", functions, output, None)
         try:
-            predicted = parse_calls(output)
+            predicted = decode(output)
         except ParseError as exc:
-            return Verdict(reward=0.0, parsed_action=None, parse_error=str(exc))
-        reward = 1.0 if calls_match(predicted, reference, task.spec["functions"]) else 0.0
-        return Verdict(reward=reward, parsed_action=format_calls(predicted))
+            return Verdict(reward=float(judged.valid), parsed_action=None, parse_error=str(exc))
+        solved = judged.valid and schema_error(predicted, functions) is None
+        return Verdict(reward=float(solved), parsed_action=format_calls(predicted))
 
     def benchmark_texts(self, benchmarks_dir: str) -> Iterable[str]:
         return decontamination.benchmark_texts(benchmarks_dir)
@@ -163,9 +189,8 @@ def _unquote(text: str) -> str:
 
 
 def _try_parse(answer: str) -> list[Call] | None:
-    """Calls, or None when there is no non-empty, parseable list of calls."""
+    """Calls (`[]`: no offered function fits the request), or None when the answer is not a list of calls."""
     try:
-        calls = parse_calls(answer)
+        return parse_calls(answer)
     except ParseError:
         return None
-    return calls or None

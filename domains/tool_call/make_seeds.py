@@ -2,7 +2,8 @@
 
 Run `python -m domains.tool_call.make_seeds` after editing the catalog, and commit both files.
 Mix: three single-function seeds per function, seeds offering 2-3 related functions (the right one plus
-distractors), and a few parallel seeds that need two calls.
+distractors), a few parallel seeds that need two calls, and about ABSTENTION_SHARE abstention seeds: a request for
+one function offered with functions of an unrelated group, answered `[]` (BFCL's irrelevance category).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ RANDOM_SEED = 20251219
 SINGLES_PER_FUNCTION = 3
 SEEDS_PER_GROUP = 3
 CONNECTORS = ("Also, ", "And ", "Oh, and ")
+ABSTENTION_SHARE = 0.1
 
 GROUPS = [
     ("weather.get_forecast", "weather.get_air_quality"),
@@ -71,6 +73,12 @@ PARALLEL_PAIRS = [  # (offered group, first call, second call)
     (GROUPS[1], "weather.get_sun_times", "clock.time_in"),
 ]
 
+ABSTENTIONS = [  # (offered group, group the request comes from): no offered function serves the request
+    (0, 13), (1, 25), (2, 15), (3, 16), (4, 17), (5, 20), (6, 19), (7, 23), (8, 26), (9, 20), (10, 18), (11, 24),
+    (12, 25), (13, 0), (14, 1), (15, 2), (16, 3), (17, 4), (18, 21), (19, 6), (20, 7), (21, 10), (22, 15), (23, 11),
+    (24, 12), (25, 19), (26, 22),
+]  # fmt: skip
+
 Sample = Callable[[Random], tuple[str, list[Call]]]
 
 
@@ -95,6 +103,27 @@ def pair(first: str, second: str) -> Sample:
     return sample
 
 
+def abstain(names: tuple[str, ...]) -> Sample:
+    """A request for one of `names`, to be offered with functions that cannot serve it: the answer is no call."""
+
+    def sample(r: Random) -> tuple[str, list[Call]]:
+        question, _ = single(r.choice(names))(r)
+        return question, []
+
+    return sample
+
+
+def abstentions(r: Random, count: int) -> list[tuple[tuple[str, ...], Sample]]:
+    """`count` abstention seeds cycling through ABSTENTIONS, offering the whole group or, every other time, one of
+    its functions (as BFCL's irrelevance items do)."""
+    plan = []
+    for i in range(count):
+        offered, source = ABSTENTIONS[i % len(ABSTENTIONS)]
+        group = GROUPS[offered] if i % 2 == 0 else (r.choice(GROUPS[offered]),)
+        plan.append((group, abstain(GROUPS[source])))
+    return plan
+
+
 def build_seeds(random_seed: int = RANDOM_SEED) -> list[dict[str, Any]]:
     """Every row is unique by normalised question and canonical answer."""
     r = Random(random_seed)
@@ -106,6 +135,7 @@ def build_seeds(random_seed: int = RANDOM_SEED) -> list[dict[str, Any]]:
         plan += [(group, single(group[(start + i) % len(group)])) for i in range(SEEDS_PER_GROUP)]
     plan += [((name,), pair(name, name)) for name in PARALLEL_SAME]
     plan += [(group, pair(first, second)) for group, first, second in PARALLEL_PAIRS]
+    plan += abstentions(r, round(len(plan) * ABSTENTION_SHARE / (1 - ABSTENTION_SHARE)))
 
     rows, seen = [], set()
     for offered, sample in plan:

@@ -10,6 +10,7 @@ from domains.base import Messages
 AGENT_SYSTEM = (
     "You are an expert in composing functions. You are given a question and a set of possible functions. "
     "Based on the question, you will need to make one or more function/tool calls to achieve the purpose. "
+    "If none of the functions can be used, point it out by answering []. "
     "If you decide to invoke any of the function(s), you MUST put it in the format of "
     "[func_name1(params_name1=params_value1, params_name2=params_value2...), func_name2(params)]. "
     "You SHOULD NOT include any other text in the response.\nFunctions: "
@@ -18,7 +19,7 @@ AGENT_SYSTEM = (
 SIMULATOR_SYSTEM = (
     "You write training tasks for a function-calling assistant. Reply with exactly two lines:\n"
     "Request: <one natural user request>\n"
-    'Answer: <the calls that fulfil it, e.g. [func(arg=1, other="text")]>'
+    'Answer: <the calls that fulfil it, e.g. [func(arg=1, other="text")], or [] when no function fits>'
 )
 
 
@@ -33,27 +34,33 @@ def agent_messages(functions: list[dict[str, Any]], question: str) -> Messages:
     ]
 
 
-def difficulty_hint(success_rate: float | None) -> str:
-    """Steers the simulator towards the agent's zone of proximal development (alpha = 0.5, band 0.1)."""
+def difficulty_hint(success_rate: float | None, alpha: float = 0.5, k_min: float = 0.1) -> str:
+    """Steers the simulator towards the agent's zone of proximal development: the alpha band of the curriculum."""
     if success_rate is None:
         return "The agent's current success rate on tasks like this is unknown. Keep a similar difficulty."
     rate = f"The agent currently solves {round(100 * success_rate)}% of tasks like this."
-    if success_rate > 0.6:
+    if success_rate > alpha + k_min:
         return rate + " Make the new request harder: less direct wording, more arguments or values to infer."
-    if success_rate < 0.4:
+    if success_rate < alpha - k_min:
         return rate + " Make the new request easier: plain wording with every value stated explicitly."
     return rate + " Keep a similar difficulty."
 
 
 def simulator_messages(
-    functions: list[dict[str, Any]], question: str, answer: str, success_rate: float | None
+    functions: list[dict[str, Any]],
+    question: str,
+    answer: str,
+    success_rate: float | None,
+    alpha: float = 0.5,
+    k_min: float = 0.1,
 ) -> Messages:
     user = (
         f"Functions: {functions_json(functions)}\n"
         f"Example task:\nRequest: {question}\nAnswer: {answer}\n"
-        f"{difficulty_hint(success_rate)}\n"
-        "Write ONE new request for these functions that differs from the example (other values or phrasing), "
-        "and its answer. Use only the functions and parameters above; put strings in double quotes."
+        f"{difficulty_hint(success_rate, alpha, k_min)}\n"
+        "Write ONE new request that differs from the example (other values or phrasing) and its answer: the calls "
+        "that fulfil it, or [] if none of these functions can. Use only the functions and parameters above; put "
+        "strings in double quotes."
     )
     return [{"role": "system", "content": SIMULATOR_SYSTEM}, {"role": "user", "content": user}]
 

@@ -1,9 +1,8 @@
-"""Checking calls against BFCL-style function schemas, and the value normalisation exact match uses."""
+"""Checking calls against BFCL-style function schemas: names, required and known arguments, types, enum values."""
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from typing import Any
 
 from domains.tool_call.calls import Call
@@ -44,34 +43,3 @@ def _has_type(value: Any, param: dict[str, Any]) -> bool:
         return False
     items = param.get("items")
     return items is None or not isinstance(value, list) or all(_has_type(v, items) for v in value)
-
-
-def calls_match(predicted: list[Call], reference: list[Call], functions: list[dict[str, Any]]) -> bool:
-    """Exact match (Eq. 1): the same multiset of calls, any order, values compared after normalisation."""
-    by_name = {f["name"]: f for f in functions}
-    return Counter(_call_key(c, by_name) for c in predicted) == Counter(_call_key(c, by_name) for c in reference)
-
-
-def _call_key(call: Call, by_name: dict[str, dict[str, Any]]) -> Hashable:
-    """Arguments left out count as their schema default, so `f()` and `f(unit="c")` match when "c" is default."""
-    arguments = dict(call.arguments)
-    if call.name in by_name:
-        for param, spec in by_name[call.name]["parameters"]["properties"].items():
-            if "default" in spec:
-                arguments.setdefault(param, spec["default"])
-    return call.name, tuple(sorted((k, _normalise(v)) for k, v in arguments.items()))
-
-
-def _normalise(value: Any) -> Hashable:
-    """Strings case- and whitespace-insensitive, 2 == 2.0, but True is not 1."""
-    if isinstance(value, bool):
-        return ("bool", value)
-    if isinstance(value, str):
-        return ("str", " ".join(value.split()).lower())
-    if isinstance(value, list):
-        return ("list", tuple(_normalise(v) for v in value))
-    if isinstance(value, dict):
-        return ("dict", tuple(sorted((k, _normalise(v)) for k, v in value.items())))
-    if isinstance(value, int | float):
-        return ("num", value)
-    return ("none", None)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
 
-from domains.base import Candidate, TaskInstance, ValidationContext, Verdict
+from domains.base import Candidate, Domain, TaskInstance, ValidationContext, Verdict
 from domains.decontamination import BenchmarkIndex
 from domains.tool_call import REJECT_REASONS, ToolCallDomain
+from domains.tool_call.calls import canonical_calls, parse_calls
 
 FUNCTIONS = [
     {
@@ -99,7 +102,7 @@ def test_lenient_layouts_parse() -> None:
             "unparseable_answer",
         ),
         ("Request: How warm will Oslo be tomorrow?\nAnswer: [weather.forecast(Oslo)]", False, "unparseable_answer"),
-        ("Request: How warm will Oslo be tomorrow?\nAnswer: []", False, "unparseable_answer"),
+        ("Request: How warm will Oslo be tomorrow?\nAnswer: None", False, "unparseable_answer"),
     ],
 )
 def test_parse_rejects(raw: str, truncated: bool, reason: str) -> None:
@@ -138,7 +141,27 @@ def test_schema_rejects(answer: str, reason: str) -> None:
 
 
 def test_int_is_accepted_where_float_is_declared() -> None:
-    assert checked('Request: Convert 3 miles.\nAnswer: [convert(value=3, unit="mi", tags=["a"])]').valid
+    assert checked('Request: Convert 3 miles for my trip.\nAnswer: [convert(value=3, unit="mi", tags=["trip"])]').valid
+
+
+def test_abstention_answer_parses_and_validates() -> None:
+    """`Answer: []` says no offered function fits; it is kept unless the request speaks for an offered function."""
+    result = checked("Request: Who wrote the novel Middlemarch?\nAnswer: []")
+    assert result.valid
+    assert result.task is not None and result.task.answer == "[]"
+    fitting = checked("Request: Give me the weather forecast for Oslo.\nAnswer: []")
+    assert fitting.reject_reason == "function_mismatch"
+
+
+def test_heldout_overlap() -> None:
+    heldout_seed = TaskInstance("tc-0009", SEED.spec, '[weather.forecast(days=5, city="Lima")]', SEED.family)
+    assert DOMAIN.answer_key(heldout_seed) == canonical_calls(parse_calls(heldout_seed.answer))
+    heldout = {DOMAIN.answer_key(heldout_seed), "[]"}
+    context = ValidationContext(heldout_calls=heldout)
+    same_call = 'Request: Five-day forecast for Lima, please.\nAnswer: [weather.forecast(city="Lima", days=5)]'
+    assert checked(same_call, context).reject_reason == "heldout_overlap"
+    assert checked(same_call.replace("Lima", "Quito"), context).valid
+    assert checked("Request: Who wrote the novel Middlemarch?\nAnswer: []", context).valid
 
 
 def test_duplicate_is_detected_but_not_recorded() -> None:
@@ -189,6 +212,10 @@ def test_reject_vocabulary() -> None:
         "checker_rejects_answer",
         "duplicate",
         "benchmark_overlap",
+        "heldout_overlap",
+        "ungrounded_argument",
+        "function_mismatch",
+        "enum_not_named",
     )
 
 
@@ -196,6 +223,7 @@ def test_prompts() -> None:
     system, user = DOMAIN.agent_messages(SEED)
     assert system["role"] == "system" and user == {"role": "user", "content": "What's the weather in Oslo for 2 days?"}
     assert "[func_name1(params_name1=params_value1" in system["content"]
+    assert "If none of the functions can be used, point it out by answering []." in system["content"]
     assert '"name":"weather.forecast"' in system["content"]
     sim_user = DOMAIN.simulator_messages(SEED, 0.375)[1]["content"]
     assert "The agent currently solves 38% of tasks like this." in sim_user
@@ -208,3 +236,38 @@ def test_prompts() -> None:
     assert DOMAIN.parse_candidate(target, SEED, "x", truncated=False).task == TaskInstance(
         "x", SEED.spec, SEED.answer, SEED.family
     )
+
+
+@pytest.mark.parametrize(
+    ("success_rate", "alpha", "k_min", "hint"),
+    [
+        (0.75, 0.7, 0.1, "Keep a similar difficulty."),
+        (0.85, 0.7, 0.1, "Make the new request harder"),
+        (0.55, 0.7, 0.1, "Make the new request easier"),
+        (0.65, 0.5, 0.2, "Keep a similar difficulty."),
+        (0.35, 0.5, 0.2, "Keep a similar difficulty."),
+        (0.25, 0.5, 0.2, "Make the new request easier"),
+    ],
+)
+def test_difficulty_hint_follows_the_curriculum_band(
+    success_rate: float, alpha: float, k_min: float, hint: str
+) -> None:
+    assert hint in DOMAIN.simulator_messages(SEED, success_rate, alpha=alpha, k_min=k_min)[1]["content"]
+
+
+def test_simulator_may_answer_with_no_call() -> None:
+    """One instruction for every seed, so a seed answered [] and a sibling with calls (warm start) never disagree."""
+    abstention = TaskInstance("tc-0002", {"functions": FUNCTIONS, "question": "Who wrote Hamlet?"}, "[]", SEED.family)
+    system, user = DOMAIN.simulator_messages(abstention, 0.5)
+    assert "Request: Who wrote Hamlet?\nAnswer: []" in user["content"]
+    assert "or [] when no function fits" in system["content"]
+    instruction = user["content"].splitlines()[-1]
+    assert "the calls that fulfil it, or [] if none of these functions can" in instruction
+    assert DOMAIN.simulator_messages(SEED, 0.5)[1]["content"].splitlines()[-1] == instruction
+
+
+def test_domain_protocol_takes_the_curriculum_band() -> None:
+    parameters = inspect.signature(Domain.simulator_messages).parameters
+    assert (parameters["alpha"].default, parameters["k_min"].default) == (0.5, 0.1)
+    assert "structured" not in Domain.__annotations__
+    assert not hasattr(DOMAIN, "structured")

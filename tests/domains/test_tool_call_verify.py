@@ -1,4 +1,5 @@
-"""R_agent for tool calls: exact match of the call multiset (Eq. 1, structured case)."""
+"""R_agent for tool calls (Eq. 1, structured case): BFCL's AST checker on the task's possible answer, plus the
+schema, so that an answer rewarded 1.0 in training is one BFCL counts as correct."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import pytest
 
 from domains.base import TaskInstance
 from domains.tool_call import ToolCallDomain
+from domains.tool_call.calls import parse_calls
+from domains.tool_call.checker import check, possible_answers
 
 FUNCTIONS = [
     {
@@ -17,6 +20,7 @@ FUNCTIONS = [
                 "city": {"type": "string", "description": "City."},
                 "days": {"type": "integer", "description": "Days.", "default": 3},
                 "metric": {"type": "boolean", "description": "Metric units.", "default": True},
+                "unit": {"type": "string", "description": "Unit.", "enum": ["mi", "km"], "default": "km"},
             },
             "required": ["city"],
         },
@@ -44,8 +48,11 @@ def task(answer: str) -> TaskInstance:
         ('[weather.forecast(city="Lima", days=5)]', 1.0),
         ('[weather.forecast(days=5, city="Lima")]', 1.0),
         ('weather.forecast(city=" lima ", days=5)', 1.0),
-        ('```python\n[weather.forecast(city="Lima", days=5)]\n```', 1.0),
-        ('[weather.forecast(city="Lima", days=5.0)]', 1.0),
+        ('```\n[weather.forecast(city="Lima", days=5)]\n```', 1.0),
+        ('[weather.forecast(city="Lima", days=5.0)]', 0.0),
+        ('[weather.forecast(city="Lima", days=5, unit="km")]', 1.0),
+        ('[weather.forecast(city="Lima", days=5, unit="KM")]', 0.0),
+        ('[weather.forecast(city="Lima", days=5, unit="mi")]', 0.0),
         ('[weather.forecast(city="Lima", days=5, metric=True)]', 1.0),
         ('[weather_forecast(city="Lima", days=5)]', 0.0),
         ("[weather.forecast(days=5)]", 0.0),
@@ -91,3 +98,78 @@ def test_garbage_scores_zero_with_parse_error() -> None:
     assert verdict.reward == 0.0
     assert verdict.parsed_action is None
     assert verdict.parse_error == "not valid call syntax: SyntaxError"
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        '```python\n[weather.forecast(city="Lima", days=5)]\n```',
+        '```json\n[weather.forecast(city="Lima", days=5)]\n```',
+    ],
+)
+def test_fence_with_a_language_scores_zero_as_in_bfcl(output: str) -> None:
+    verdict = DOMAIN.verify(output, task('[weather.forecast(city="Lima", days=5)]'))
+    assert (verdict.reward, verdict.parsed_action) == (0.0, None)
+    assert verdict.parse_error == "not valid call syntax: SyntaxError"
+
+
+def test_float_for_an_integer_and_enum_case_score_zero() -> None:
+    """BFCL rejects 264.0 for an integer; BFCL accepts "MI" for "mi" but the schema does not, so training does not."""
+    reference = task('[weather.forecast(city="Lima", days=264, unit="mi")]')
+    assert DOMAIN.verify('[weather.forecast(city="Lima", days=264, unit="mi")]', reference).reward == 1.0
+    assert DOMAIN.verify('[weather.forecast(city="Lima", days=264.0, unit="mi")]', reference).reward == 0.0
+    shouted = '[weather.forecast(city="Lima", days=264, unit="MI")]'
+    answers = possible_answers(parse_calls(reference.answer), FUNCTIONS)
+    assert check("parallel", FUNCTIONS, shouted, answers).valid
+    verdict = DOMAIN.verify(shouted, reference)
+    assert (verdict.reward, verdict.parsed_action) == (0.0, shouted)
+
+
+def test_possible_answer_follows_bfcl() -> None:
+    calls = parse_calls('[weather.forecast(city="Lima", days=3, metric=False), convert(value=2)]')
+    assert possible_answers(calls, FUNCTIONS) == [
+        {"weather.forecast": {"city": ["Lima"], "days": [3, ""], "metric": [False], "unit": ["", "km"]}},
+        {"convert": {"value": [2]}},
+    ]
+    assert possible_answers(parse_calls("[weather.forecast(metric=True)]"), FUNCTIONS)[0]["weather.forecast"] == {
+        "city": [""],
+        "days": ["", 3],
+        "metric": [True, ""],
+        "unit": ["", "km"],
+    }
+
+
+@pytest.mark.parametrize(
+    ("output", "reward", "parsed_action"),
+    [
+        ("[]", 1.0, "[]"),
+        ("None of the functions can be used for this.", 1.0, None),
+        ('[weather.forecast(city="Lima")]', 0.0, '[weather.forecast(city="Lima")]'),
+        ("[weather.forecast(city=Lima)]", 0.0, '[weather.forecast(city="Lima")]'),
+    ],
+)
+def test_abstention_task_follows_bfcl_irrelevance(output: str, reward: float, parsed_action: str | None) -> None:
+    verdict = DOMAIN.verify(output, task("[]"))
+    assert (verdict.reward, verdict.parsed_action) == (reward, parsed_action)
+    assert check("irrelevance", FUNCTIONS, output, None).valid == (reward == 1.0)
+
+
+OUTPUTS = [
+    '[weather.forecast(city="Lima", days=5)]',
+    '[weather.forecast(city="lima", days=5, unit="km")]',
+    '[weather.forecast(city="Lima", days=5, unit="KM")]',
+    '[weather.forecast(city="Lima", days=5.0)]',
+    '[weather.forecast(city="Lima", days=5), weather.forecast(city="Lima", days=5)]',
+    'weather.forecast(city="Lima", days=5)',
+    '```python\n[weather.forecast(city="Lima", days=5)]\n```',
+    "[]",
+]
+
+
+@pytest.mark.parametrize("output", OUTPUTS)
+def test_training_reward_one_implies_bfcl_counts_it(output: str) -> None:
+    reference = task('[weather.forecast(city="Lima", days=5)]')
+    answers = possible_answers(parse_calls(reference.answer), FUNCTIONS)
+    if DOMAIN.verify(output, reference).reward == 1.0:
+        assert check("parallel", FUNCTIONS, output, answers).valid
+        assert check("simple_python", FUNCTIONS, output, answers).valid

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from domains.tool_call.calls import format_value
-from evaluation.bfcl import Bfcl, check, decode, makes_call, standardise
+from domains.tool_call.checker import check, decode, makes_call, standardise
+from evaluation.bfcl import Bfcl
 
 TABLE = json.loads((Path(__file__).parent / "bfcl_hand_checked.json").read_text(encoding="utf-8"))
 

@@ -1,0 +1,98 @@
+"""Is a generated task's answer right for its request? A cheap, pure-Python check, so that the simulator's wrong
+answers ("Wake me up at 17:56" -> timer.start(minutes=17)) do not become training targets.
+
+Reject reasons, in the order they are checked:
+- ungrounded_argument: a value the request does not state: a string not among its words, a number not among its
+  numbers (a fragment of a date or time does not count), a date or time it does not name; booleans and a
+  parameter's default are always accepted, lists element by element;
+- function_mismatch: the request speaks of another offered function and not of the called one (intent.py);
+- enum_not_named: an enum value the request names neither as itself nor by another name ("mi": "miles",
+  names.py), unless it is the parameter's default.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from domains.tool_call import intent
+from domains.tool_call.calls import Call
+from domains.tool_call.mentions import contains, dates, numbers, times, words
+from domains.tool_call.names import names_of
+
+REJECT_REASONS = ("ungrounded_argument", "function_mismatch", "enum_not_named")
+
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_HHMM = re.compile(r"\d{2}:\d{2}")
+
+
+@dataclass(frozen=True)
+class Stated:
+    """What the request states, read once per task."""
+
+    words: tuple[str, ...]
+    numbers: set[float]
+    dates: set[str]
+    times: set[str]
+
+    @classmethod
+    def of(cls, request: str) -> Stated:
+        return cls(words(request), numbers(request), dates(request), times(request))
+
+    def names(self, value: Any) -> bool:
+        """The request names `value`, as itself or by another name (names.py)."""
+        if isinstance(value, int | float) and not isinstance(value, bool) and self.has_number(value):
+            return True
+        return any(contains(self.words, words(name)) for name in names_of(value))
+
+    def has_number(self, value: float) -> bool:
+        return any(abs(value - number) < 1e-9 for number in self.numbers)
+
+
+def answer_error(calls: list[Call], functions: list[dict[str, Any]], request: str) -> str | None:
+    """The reason `calls` is not the right answer to `request`, or None when nothing cheap can tell."""
+    stated = Stated.of(request)
+    arguments = _arguments(calls, functions)
+    if not all(_grounded(value, spec, stated) for spec, value in arguments if "enum" not in spec):
+        return "ungrounded_argument"
+    if intent.mismatch(calls, functions, request):
+        return "function_mismatch"
+    if not all(_is_default(value, spec) or stated.names(value) for spec, value in arguments if "enum" in spec):
+        return "enum_not_named"
+    return None
+
+
+def _arguments(calls: list[Call], functions: list[dict[str, Any]]) -> list[tuple[dict[str, Any], Any]]:
+    """(parameter schema, value) of every argument; calls are schema-checked before."""
+    by_name = {f["name"]: f["parameters"]["properties"] for f in functions}
+    return [(by_name[call.name][param], value) for call in calls for param, value in call.arguments.items()]
+
+
+def _grounded(value: Any, spec: dict[str, Any], stated: Stated) -> bool:
+    if isinstance(value, bool) or _is_default(value, spec):
+        return True
+    if isinstance(value, list):
+        return all(_grounded(item, spec.get("items", {}), stated) for item in value)
+    if isinstance(value, dict):
+        return all(_grounded(item, {}, stated) for item in value.values())
+    if isinstance(value, int | float):
+        return stated.has_number(value)
+    if not isinstance(value, str):
+        return False
+    if _ISO_DATE.fullmatch(value):
+        return value in stated.dates
+    if _HHMM.fullmatch(value):
+        return value in stated.times
+    if any(form in spec.get("description", "") for form in ("YYYY-MM-DD", "HH:MM")):
+        return False
+    return stated.names(value)
+
+
+def _is_default(value: Any, spec: dict[str, Any]) -> bool:
+    if "default" not in spec or isinstance(value, bool) != isinstance(spec["default"], bool):
+        return False
+    default = spec["default"]
+    if isinstance(value, str) and isinstance(default, str):
+        return words(value) == words(default) if words(default) else value.strip() == default
+    return value == default

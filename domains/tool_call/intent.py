@@ -1,0 +1,97 @@
+"""Does the called function fit what the request asks for? Told cheaply by distinctive keywords.
+
+A function's keywords are the words of its name, its description, the names of its enum values ("miles", "ran")
+and the requests catalog.py samples for it (argument values left out). A word that speaks for more than
+MAX_FUNCTIONS_PER_KEYWORD catalog functions ("what", "set", "convert") speaks for none. Words compare by their
+first KEY_LENGTH letters, so "recorded" meets "record".
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from functools import cache
+from random import Random
+from typing import Any
+
+from domains.tool_call.calls import Call
+from domains.tool_call.catalog import CATALOG
+from domains.tool_call.mentions import NUMBER_WORDS, stem, without_dates_and_times, words
+from domains.tool_call.names import names_of
+
+MAX_FUNCTIONS_PER_KEYWORD = 3
+KEY_LENGTH = 6
+SAMPLES_PER_FUNCTION = 40
+_STOPWORDS_TEXT = """
+a an the to of in on at for from by with and or not is are was were be been it its this that these those there here
+i im ive me my you your we us our he she they them what whats how when where which who why can could do does did
+dont didnt isnt will would should has have had let please just only any some all each other another than then so if
+as about after over per plus up out into much many more most also oh too very yet now right today tonight given like
+want need get got keep look take come way kind new open
+"""
+STOPWORDS = frozenset(map(stem, _STOPWORDS_TEXT.split())) | frozenset(NUMBER_WORDS)
+"""Words that speak for no function in particular."""
+
+
+def mismatch(calls: list[Call], functions: list[dict[str, Any]], request: str) -> bool:
+    """True when the request speaks for an offered function that is not called and not for a called one; for the
+    answer `[]` (no function fits), when it speaks for any offered function."""
+    said = _keys(words(request))
+    fits = {f["name"]: bool(keywords(f) & said) for f in functions}
+    called = {call.name for call in calls}
+    others_fit = any(fit for name, fit in fits.items() if name not in called)
+    return others_fit and (not called or not all(fits[name] for name in called))
+
+
+def keywords(function: dict[str, Any]) -> frozenset[str]:
+    """The distinctive keywords of `function`: the catalog's when it is a catalog function, else from its name and
+    description."""
+    catalog_keywords, counts = _catalog_index()
+    if function["name"] in catalog_keywords:
+        return catalog_keywords[function["name"]]
+    return _distinctive(_keys(_described(function)), counts)
+
+
+@cache
+def _catalog_index() -> tuple[dict[str, frozenset[str]], Counter[str]]:
+    """Keywords of every catalog function, and for each keyword how many functions it speaks for."""
+    own = {name: _keys(_described(entry.schema)) | _keys(_request_words(name)) for name, entry in CATALOG.items()}
+    counts = Counter(key for keys in own.values() for key in keys)
+    return {name: _distinctive(keys, counts) for name, keys in own.items()}, counts
+
+
+def _distinctive(keys: set[str], counts: Counter[str]) -> frozenset[str]:
+    return frozenset(key for key in keys if counts[key] <= MAX_FUNCTIONS_PER_KEYWORD)
+
+
+def _described(function: dict[str, Any]) -> list[str]:
+    """Words of the name, the description and the names of enum values."""
+    text = function["name"].replace(".", " ").replace("_", " ") + " " + function.get("description", "")
+    enums = [value for spec in function["parameters"]["properties"].values() for value in spec.get("enum", [])]
+    return [*words(text), *(w for value in enums for name in names_of(value) for w in words(name))]
+
+
+def _request_words(name: str) -> list[str]:
+    """Words of sampled requests for `name`, without the values of its non-enum arguments, numbers, dates or times."""
+    entry, r = CATALOG[name], Random(name)
+    properties = entry.schema["parameters"]["properties"]
+    found = []
+    for _ in range(SAMPLES_PER_FUNCTION):
+        question, arguments = entry.make(r)
+        values = {w for p, v in arguments.items() if "enum" not in properties[p] for w in _value_words(v)}
+        found += [w for w in words(without_dates_and_times(question)) if w not in values and not _has_digit(w)]
+    return found
+
+
+def _value_words(value: Any) -> Iterable[str]:
+    if isinstance(value, list):
+        return [w for item in value for w in _value_words(item)]
+    return words(str(value)) if isinstance(value, str) else ()
+
+
+def _has_digit(word: str) -> bool:
+    return any(ch.isdigit() for ch in word)
+
+
+def _keys(found: Iterable[str]) -> set[str]:
+    return {word[:KEY_LENGTH] for word in found if word not in STOPWORDS and not word.isdigit()}

@@ -1,0 +1,141 @@
+"""The answer check of generated tasks: wrong answers the simulator wrote are rejected with their reason, correct
+paraphrases are kept, and requests sampled like the seeds are never rejected."""
+
+from __future__ import annotations
+
+import pytest
+
+from domains.base import Candidate, TaskInstance, ValidationContext
+from domains.tool_call import ToolCallDomain
+from domains.tool_call.calls import parse_calls
+from domains.tool_call.catalog import CATALOG
+from domains.tool_call.grounding import answer_error
+from domains.tool_call.make_seeds import GROUPS, build_seeds
+from domains.tool_call.mentions import dates, numbers, times, words
+
+DOMAIN = ToolCallDomain()
+
+
+def offered_with(answer: str) -> list[str]:
+    """The seed group offering the called functions, as the simulator sees them (the first group for `[]`)."""
+    names = {call.name for call in parse_calls(answer)}
+    return list(next(group for group in GROUPS if names <= set(group)))
+
+
+def reason(question: str, answer: str, offered: list[str] | None = None) -> str | None:
+    functions = [CATALOG[name].schema for name in offered or offered_with(answer)]
+    task = TaskInstance("g1/v0", {"functions": functions, "question": question}, answer, "")
+    return DOMAIN.validate(Candidate(raw="", task=task), ValidationContext()).reject_reason
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "expected"),
+    [
+        ("Wake me up at 17:56", "[timer.start(minutes=17)]", "ungrounded_argument"),
+        (
+            "Please create a calendar event on January 20, 2028 at 20:00",
+            '[calendar.create_event(title="January 20th 2028", date="2028", start_time="10:00")]',
+            "ungrounded_argument",
+        ),
+        (
+            "I just recorded running for 117 minutes",
+            '[fitness.log_workout(activity="cycling", minutes=117)]',
+            "enum_not_named",
+        ),
+        (
+            "How many seconds is 120 meters?",
+            '[units.convert_weight(value=120, from_unit="g", to_unit="kg")]',
+            "function_mismatch",
+        ),
+    ],
+)
+def test_wrong_answers_seen_in_simulator_output_are_rejected(question: str, answer: str, expected: str) -> None:
+    assert reason(question, answer) == expected
+
+
+def test_each_wrong_value_has_its_reason() -> None:
+    assert reason("Wake me up at 17:56", "[timer.start(minutes=17)]", ["timer.start"]) == "ungrounded_argument"
+    assert reason("Wake me up at 17:56", '[alarm.set(time="17:50")]') == "ungrounded_argument"
+    assert reason("Wake me up at 17:56", "[timer.start(minutes=56)]") == "ungrounded_argument"
+    assert reason("How clean is the air in Lima?", '[weather.get_forecast(city="Lima")]') == "function_mismatch"
+    weight = '[units.convert_weight(value=120, from_unit="g", to_unit="kg")]'
+    assert reason("How many seconds is 120 meters?", weight, ["units.convert_weight"]) == "enum_not_named"
+    event = '[calendar.create_event(title="Gym", date="2026-01-20", start_time="20:00")]'
+    assert reason("Add Gym to my calendar on January 20, 2028 at 20:00", event) == "ungrounded_argument"
+    assert reason("Add Gym to my calendar on January 20 at 20:00", event) is None
+    assert reason("Lock the front door.", '[home.lock(door="back")]') == "enum_not_named"
+    assert reason("Log 250 ml of water.", "[health.log_water(ml=25)]") == "ungrounded_argument"
+    assert reason("Lock the front door.", "[]", ["home.switch_lights", "home.lock"]) == "function_mismatch"
+
+
+@pytest.mark.parametrize(
+    ("question", "answer"),
+    [
+        ("Wake me up at 17:56", '[alarm.set(time="17:56")]'),
+        ("Could you wake me at 5:56pm every day?", '[alarm.set(time="17:56", repeat_daily=True)]'),
+        ("Alarm at 5 p.m. please", '[alarm.set(time="17:00")]'),
+        (
+            "Please create a calendar event called Gym on January 20, 2028 at 20:00",
+            '[calendar.create_event(title="Gym", date="2028-01-20", start_time="20:00")]',
+        ),
+        (
+            "Put a dentist appointment in my calendar on the 3rd of March at 9am",
+            '[calendar.create_event(title="dentist appointment", date="2026-03-03", start_time="09:00")]',
+        ),
+        ("I just recorded running for 117 minutes", '[fitness.log_workout(activity="running", minutes=117)]'),
+        ("I ran for 45 min today, log it", '[fitness.log_workout(activity="running", minutes=45)]'),
+        ("How many kilograms is 120 grams?", '[units.convert_weight(value=120, from_unit="g", to_unit="kg")]'),
+        ("What is 120 g in kg?", '[units.convert_weight(value=120, from_unit="g", to_unit="kg")]'),
+        ("Convert five miles into kilometres", '[units.convert_length(value=5, from_unit="mi", to_unit="km")]'),
+        ("How many feet is 3 inches?", '[units.convert_length(value=3, from_unit="in", to_unit="ft")]'),
+        (
+            "It's -5 °C outside, what is that in fahrenheit?",
+            '[units.convert_temperature(value=-5, from_scale="celsius", to_scale="fahrenheit")]',
+        ),
+        ("What's the weather going to be in Porto this week?", '[weather.get_forecast(city="Porto", days=7)]'),
+        ("Two-day forecast for Porto", '[weather.get_forecast(city="Porto", days=2)]'),
+        ("Set a 10-minute timer for the pasta", '[timer.start(minutes=10, label="pasta")]'),
+        ("How many euros do I get for one US dollar?", '[finance.get_exchange_rate(base="USD", target="EUR")]'),
+        ("Find all the JPG photos in ~/Pictures", '[files.find(pattern="*.jpg", folder="~/Pictures")]'),
+        ("Split the $1,120.50 bill among 4 people", "[finance.split_bill(total=1120.5, people=4)]"),
+        ("What is 255 in hex?", "[math.to_base(number=255, base=16)]"),
+        (
+            "Walk me from the museum to the harbour",
+            '[maps.directions(origin="the museum", destination="the harbour", mode="walking")]',
+        ),
+        ("Show Porto FC's upcoming fixtures.", '[sports.fixtures(team="Porto FC")]'),
+        ("Add eggs, milk and bread to the shopping list", '[shopping_list.add_items(items=["eggs", "milk", "bread"])]'),
+        ("Who won the 1998 World Cup?", "[]"),
+    ],
+)
+def test_correct_paraphrases_are_kept(question: str, answer: str) -> None:
+    assert reason(question, answer) is None
+
+
+def test_defaults_and_booleans_need_no_mention() -> None:
+    functions = [CATALOG["weather.get_air_quality"].schema]
+    calls = parse_calls('[weather.get_air_quality(city="Lima", pollutant="pm2.5")]')
+    assert answer_error(calls, functions, "How is the air in Lima?") is None
+    calls = parse_calls('[alarm.set(time="07:00", repeat_daily=False)]')
+    assert answer_error(calls, [CATALOG["alarm.set"].schema], "Wake me at 7 am.") is None
+
+
+@pytest.mark.parametrize("random_seed", [1, 2, 3])
+def test_no_false_rejection_on_other_draws_of_the_seed_recipe(random_seed: int) -> None:
+    """Beyond the shipped seeds: other draws of the same samplers, groups and abstentions all pass."""
+    rejected = []
+    for row in build_seeds(random_seed):
+        task = TaskInstance("s", {"functions": row["functions"], "question": row["question"]}, row["answer"], "")
+        if DOMAIN.validate(Candidate(raw="", task=task), ValidationContext()).reject_reason is not None:
+            rejected.append(row["question"])
+    assert rejected == []
+
+
+def test_what_a_request_states() -> None:
+    text = "Wake me at 17:56 on March 3, 2026 or 14 Sept, then 5pm; SKU-1234, -5 degrees, 1,250 and 3, 45, two weeks"
+    assert times(text) == {"17:56", "17:00"}
+    assert dates(text) == {"2026-03-03", "2026-09-14"}
+    assert numbers(text) == {1234, -5, 1250, 1, 250, 3, 45, 2, 7}
+    assert times("at 5:30") == {"05:30", "17:30"} and times("noon or 12 am") == {"12:00", "00:00"}
+    assert dates("2026-02-30, 2026-13-01 or 28 Feb") == {"2026-02-28"}
+    assert words("Boca Juniors's PDFs, I'd say: don't") == ("boca", "junior", "pdf", "i", "say", "dont")
