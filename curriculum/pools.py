@@ -14,9 +14,10 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
-def is_heldout(task_id: str, fraction: float) -> bool:
-    """A stable, seed-independent split: the same seeds are held out in every run and generation."""
-    digest = hashlib.sha256(task_id.encode()).digest()
+def is_heldout(family: str, fraction: float) -> bool:
+    """A stable, seed-independent split by task family: every seed of a held-out family is held out, in every
+    run and generation, so neither model ever trains on (or is prompted with) a sibling of a held-out task."""
+    digest = hashlib.sha256(family.encode()).digest()
     return int.from_bytes(digest[:8], "big") / 2**64 < fraction
 
 

@@ -7,7 +7,7 @@ from typing import Any
 from prefect import flow
 
 from flows.generation import run_generation
-from genenv.config import GenEnvConfig, load_config
+from genenv.config import config_from_dict, load_config
 from tasks.runs import start_run
 from warehouse.store import Warehouse
 
@@ -24,7 +24,7 @@ def evolve(
     The config is `config` (all fields), or `config_file` (YAML) with `overrides` on top, as deployments
     pass it. With `run_id` of an existing run, the run resumes with its stored config.
     """
-    settings = GenEnvConfig(**config) if config is not None else load_config(config_file, overrides)
+    settings = config_from_dict(config) if config is not None else load_config(config_file, overrides)
     run_id = start_run(settings, run_id)
     warehouse_uri = settings.resolved_warehouse_uri
     done = set(Warehouse(warehouse_uri).committed(run_id)["generation"].to_list())

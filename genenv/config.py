@@ -67,6 +67,9 @@ class GenEnvConfig:
     agent_max_new_tokens: int = _f(48, "Token cap for one agent answer.")
     agent_temperature: float = _f(1.0, "Sampling temperature of agent rollouts (held-out eval is greedy).")
     solved_threshold: float = _f(0.5, "A trajectory counts as solved when R_agent >= this.")
+    probe_tasks: int = _f(
+        16, "Fresh tasks answered greedily before and after the agent's update, to measure what the update did."
+    )
     # --- curriculum (PAPER.md, Eqs. 2-3) ---
     generator_reward: str = _f("alpha_curriculum", "Simulator reward (registry in curriculum/rewards.py).")
     simulator_training: bool = _f(
@@ -81,10 +84,16 @@ class GenEnvConfig:
     rwr_lambda: float = _f(1.0, "λ of the RWR weights w ∝ exp(λ R_env).")
     # --- updates ---
     agent_lr: float = _f(5e-5, "GRPO learning rate (LoRA).")
-    agent_kl_coef: float = _f(0.001, "GRPO KL coefficient to the initial agent (paper: 0.001).")
-    agent_steps: int = _f(1, "GRPO optimizer steps per generation.")
+    agent_kl_coef: float = _f(
+        0.001, "GRPO KL coefficient to the initial agent: its adapter after the warm start (paper: 0.001)."
+    )
+    agent_epochs: int = _f(1, "GRPO passes over this generation's rollouts (TRL's num_iterations).")
+    agent_minibatch_size: int = _f(
+        16, "Rollouts per GRPO optimizer step: a generation makes epochs x ceil(rollouts / this) steps."
+    )
+    agent_clip_epsilon: float = _f(0.2, "GRPO clip ε of the ratio to the rollout policy (TRL's epsilon).")
     simulator_lr: float = _f(5e-5, "RWR learning rate (LoRA).")
-    simulator_kl_coef: float = _f(0.1, "RWR KL coefficient to the initial simulator.")
+    simulator_kl_coef: float = _f(0.1, "RWR KL coefficient to the initial simulator: its adapter after the warm start.")
     simulator_epochs: int = _f(1, "RWR epochs over this generation's sample of D_env.")
     simulator_max_records: int = _f(64, "Cap on D_env records the simulator trains on per generation.")
     train_batch_size: int = _f(8, "Rows per micro-batch in GRPO and SFT.")
@@ -120,13 +129,22 @@ class GenEnvConfig:
             "generation_batch_size",
             "lora_r",
             "lora_alpha",
-            "agent_steps",
+            "agent_epochs",
+            "agent_minibatch_size",
             "train_batch_size",
             "simulator_max_records",
         ):
             need(getattr(self, name) >= 1, name, "must be >= 1")
         need(self.precision in ("float32", "bfloat16"), "precision", "must be float32 or bfloat16")
-        at_least_zero = ("pool_tasks_per_generation", "warm_start_epochs", "warm_start_examples", "simulator_epochs")
+        need(self.rollouts_per_task >= 2, "rollouts_per_task", "must be >= 2: GRPO learns from differences in a group")
+        need(0.0 < self.agent_clip_epsilon < 1.0, "agent_clip_epsilon", "must be in (0, 1)")
+        at_least_zero = (
+            "pool_tasks_per_generation",
+            "warm_start_epochs",
+            "warm_start_examples",
+            "simulator_epochs",
+            "probe_tasks",
+        )
         for name in (*at_least_zero, "max_heldout"):
             need(getattr(self, name) >= 0, name, "must be >= 0")
         need(0.0 < self.solved_threshold <= 1.0, "solved_threshold", "must be in (0, 1]")
@@ -221,6 +239,23 @@ def load_config(
     if unknown:
         raise ConfigError(f"{unknown[0]}: unknown config field")
     return GenEnvConfig(**values)
+
+
+_RETIRED = {"agent_steps": "replaced by agent_epochs and agent_minibatch_size"}
+"""Fields older runs stored that no longer shape anything; their stored configs load without them."""
+
+
+def config_from_dict(values: dict[str, Any]) -> GenEnvConfig:
+    """A config from every field's value (a stored run config, or a flow's `config` parameter).
+
+    Retired fields are dropped; an unknown one is refused by name rather than with a TypeError.
+    """
+    hints = get_type_hints(GenEnvConfig)
+    kept = {name: value for name, value in values.items() if name not in _RETIRED}
+    unknown = sorted(set(kept) - set(hints))
+    if unknown:
+        raise ConfigError(f"{unknown[0]}: unknown config field")
+    return GenEnvConfig(**kept)
 
 
 def parse_overrides(items: list[str]) -> dict[str, str]:

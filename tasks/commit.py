@@ -47,6 +47,8 @@ def generation_metrics(ref: GenerationRef, stage_seconds: dict[str, float]) -> d
         "fresh_success": _mean(by("fresh")["solved"]),
         "pool_success": _mean(by("pool")["solved"]),
         "heldout_success": _mean(by("heldout")["solved"]),
+        "probe_before": _mean(by("probe_before")["reward"]),
+        "probe_after": _mean(by("probe_after")["reward"]),
         "mean_completion_tokens": _mean(trajectories["completion_tokens"]),
         "agent_loss": last_loss("agent"),
         "simulator_loss": last_loss("simulator"),
@@ -66,7 +68,8 @@ def summary_line(generation: int, m: dict[str, Any]) -> str:
     return (
         f"generation {generation}: valid tasks {fmt(m['valid_rate'])} | mean p̂ {fmt(m['mean_p_hat'], False)} | "
         f"in α band {fmt(m['band_share'])} | agent success fresh {fmt(m['fresh_success'])} "
-        f"held-out {fmt(m['heldout_success'])} | loss agent {fmt(m['agent_loss'], False)} "
+        f"held-out {fmt(m['heldout_success'])} | probe before update {fmt(m['probe_before'])} "
+        f"after {fmt(m['probe_after'])} | loss agent {fmt(m['agent_loss'], False)} "
         f"simulator {fmt(m['simulator_loss'], False)} | D_train {m['d_train']} D_env {m['d_env']} | {seconds}"
     )
 

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from curriculum.pools import draw, generation_rng
 from domains.base import Domain, TaskInstance, get_domain
-from genenv.config import GenEnvConfig
+from genenv.config import GenEnvConfig, config_from_dict
 from genenv.faults import crash_point
 from tasks.artifacts import StageProgress
 from warehouse.store import Warehouse
@@ -49,7 +50,7 @@ class GenerationRef:
 
 @cache
 def run_config(warehouse_uri: str, run_id: str) -> GenEnvConfig:
-    return GenEnvConfig(**json.loads(Warehouse(warehouse_uri).run(run_id)["config_json"]))
+    return config_from_dict(json.loads(Warehouse(warehouse_uri).run(run_id)["config_json"]))
 
 
 def task_generation(ref: GenerationRef) -> int:
@@ -74,6 +75,25 @@ def load_tasks(ref: GenerationRef, task_ids: list[str] | None = None) -> dict[st
 def subset(tasks: dict[str, TaskInstance], task_ids: list[str]) -> dict[str, TaskInstance]:
     """Some of the tasks already loaded, in `load_tasks` order (by id), without reading the table again."""
     return {task_id: tasks[task_id] for task_id in sorted(set(task_ids)) if task_id in tasks}
+
+
+def heldout_seeds(ref: GenerationRef, known: dict[str, TaskInstance]) -> list[TaskInstance]:
+    """The held-out seeds (valid ones), from tasks already loaded."""
+    rows = ref.warehouse.read("tasks", run_id=ref.run_id, generation=0).filter(heldout=True, valid=True)
+    return list(subset(known, rows["task_id"].to_list()).values())
+
+
+def fresh_tasks(ref: GenerationRef, known: dict[str, TaskInstance]) -> dict[str, TaskInstance]:
+    """This generation's valid simulator tasks (generation 1's with static tasks), from tasks already loaded."""
+    rows = ref.warehouse.read("tasks", run_id=ref.run_id, generation=task_generation(ref)).filter(valid=True)
+    return subset(known, rows["task_id"].to_list())
+
+
+def probe_set(ref: GenerationRef, fresh: dict[str, TaskInstance]) -> list[TaskInstance]:
+    """A fixed sample of the fresh tasks, answered greedily before and after the agent's update, so what the
+    update did is one number (probe_after - probe_before)."""
+    rng = generation_rng(ref.config.seed, ref.generation, "probe")
+    return draw(list(fresh.values()), ref.config.probe_tasks, rng)
 
 
 def pool_ids(ref: GenerationRef, pool: str, through_generation: int) -> list[str]:

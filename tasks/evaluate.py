@@ -1,4 +1,5 @@
-"""Stage 6, evaluate: the agent's greedy solve rate on the held-out seeds, which no model ever trains on."""
+"""Stage 6, evaluate: the agent's greedy solve rate on the held-out seeds, which no model ever trains on, and on
+the probe tasks the rollout stage answered before the update (what the update did)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,10 @@ import time
 
 import polars as pl
 
-from models.generation import SamplingSettings
-from tasks.context import GenerationRef, load_tasks, stage_result
+from tasks.context import GenerationRef, fresh_tasks, load_tasks, probe_set, stage_result
 from tasks.options import stage
-from tasks.rollout import answer_tasks
-from tasks.runtime import RUNTIME, own_checkpoints
+from tasks.rollout import answer_tasks, greedy_sampling
+from tasks.runtime import RUNTIME, own_checkpoints, reference_checkpoints
 from tasks.verify import trajectory_rows
 
 
@@ -23,10 +23,13 @@ def evaluate_heldout(ref: GenerationRef) -> dict:
     seeds = warehouse.read("tasks", run_id=ref.run_id, generation=0).filter(pl.col("heldout") & pl.col("valid"))
     ids = sorted(seeds["task_id"].to_list())
     ids = ids[: config.max_heldout] if config.max_heldout else ids
-    tasks = load_tasks(ref, ids)
-    backend = RUNTIME.backend(config, own_checkpoints(ref))
-    greedy = SamplingSettings(max_new_tokens=config.agent_max_new_tokens, temperature=0.0, seed=config.seed)
-    answers = answer_tasks(ref, backend, [(t, "heldout") for t in tasks.values()], 1, greedy, "held-out eval")
+    known = load_tasks(ref)
+    work = [(known[i], "heldout") for i in ids]
+    if ref.generation > 0:
+        work += [(t, "probe_after") for t in probe_set(ref, fresh_tasks(ref, known))]
+    backend = RUNTIME.backend(config, own_checkpoints(ref), reference_checkpoints(ref))
+    answers = answer_tasks(ref, backend, work, 1, greedy_sampling(config), "held-out eval and probe")
     rows = trajectory_rows(ref, answers)
     warehouse.append("trajectories", rows)
-    return stage_result(ref, "evaluate", started, heldout=len(rows), solved=sum(r["solved"] for r in rows))
+    heldout = [r for r in rows if r["purpose"] == "heldout"]
+    return stage_result(ref, "evaluate", started, heldout=len(heldout), solved=sum(r["solved"] for r in heldout))

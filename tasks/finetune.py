@@ -1,13 +1,15 @@
 """Stage 5, finetune: GRPO for the agent on this generation's rollout groups; RWR for the simulator on D_env.
 
 GRPO trains on the stored rollouts (token ids as generated), so nothing is generated twice. RWR is
-weighted SFT on (conditioning context -> generated task) with a KL penalty to the initial simulator
-(the base model with the adapter disabled).
+weighted SFT on (conditioning context -> generated task) with a KL penalty to the initial simulator.
+"Initial" is each role's adapter after the warm start, frozen (PAPER.md); optimizer state carries over
+from the previous generation's snapshot.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import time
 
 import polars as pl
@@ -18,13 +20,13 @@ from models.grpo import GroupSample, grpo_update
 from models.rwr import encode_example, weighted_sft
 from tasks.context import GenerationRef, load_tasks, progress_bar, stage_result
 from tasks.options import stage
-from tasks.runtime import RUNTIME, committed_checkpoints, save_policy
+from tasks.runtime import RUNTIME, committed_checkpoints, reference_checkpoints, save_policy
 from tasks.training_log import training_rows
 
 
 def agent_groups(ref: GenerationRef) -> list[GroupSample]:
     rows = ref.warehouse.read("trajectories", run_id=ref.run_id, generation=ref.generation)
-    rows = rows.filter(pl.col("purpose") != "heldout").sort("trajectory_id")
+    rows = rows.filter(pl.col("purpose").is_in(["fresh", "pool"])).sort("trajectory_id")
     return [
         GroupSample(r["prompt_ids"], r["completion_ids"], r["reward"], group=r["task_id"])
         for r in rows.iter_rows(named=True)
@@ -54,18 +56,23 @@ def finetune(ref: GenerationRef) -> dict:
     config, warehouse = ref.config, ref.warehouse
     if warehouse.has_rows("training", ref.run_id, ref.generation):
         return stage_result(ref, "finetune", started, skipped=True)
-    policy = RUNTIME.training(config, committed_checkpoints(ref, ref.generation - 1))
+    previous = committed_checkpoints(ref, ref.generation - 1)
+    policy = RUNTIME.training(config, previous, reference_checkpoints(ref))
 
     samples = agent_groups(ref)
-    with progress_bar(f"g{ref.generation} GRPO agent", config.agent_steps, unit="step") as bar:
+    steps = config.agent_epochs * math.ceil(len(samples) / config.agent_minibatch_size)
+    with progress_bar(f"g{ref.generation} GRPO agent", steps, unit="step") as bar:
         agent_log = grpo_update(
             policy,
             "agent",
             samples,
             lr=config.agent_lr,
             kl_coef=config.agent_kl_coef,
+            epochs=config.agent_epochs,
+            minibatch_size=config.agent_minibatch_size,
             micro_batch_size=config.train_batch_size,
-            steps=config.agent_steps,
+            clip_epsilon=config.agent_clip_epsilon,
+            seed=config.seed + ref.generation,
             progress=bar.update,
         )
     rows = training_rows(ref, "agent", "grpo", agent_log, config.agent_lr)

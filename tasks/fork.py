@@ -11,7 +11,7 @@ import json
 
 import polars as pl
 
-from genenv.config import GenEnvConfig, load_config
+from genenv.config import GenEnvConfig, config_from_dict, load_config
 from genenv.errors import RerunError
 from tasks.options import stage
 from tasks.runs import new_run_id, register_run
@@ -40,7 +40,7 @@ def plan_fork(
         if not adapter_exists(folder):
             where = f"{parent_run_id} generation {generation - 1}"
             raise RerunError(f"the {role} checkpoint of {where} is missing: {folder}")
-    stored = GenEnvConfig(**json.loads(parent["config_json"][0]))
+    stored = config_from_dict(json.loads(parent["config_json"][0]))
     return load_config(None, {**(overrides or {}), "generations": str(generation)}, base=stored)
 
 

@@ -14,9 +14,18 @@ from curriculum.pools import draw, generation_rng
 from domains.base import ValidationContext
 from genenv.faults import crash_point
 from models.generation import SamplingSettings
-from tasks.context import GenerationRef, load_tasks, pool_ids, progress_bar, stage_result, subset, task_generation
+from tasks.context import (
+    GenerationRef,
+    heldout_seeds,
+    load_tasks,
+    pool_ids,
+    progress_bar,
+    stage_result,
+    subset,
+    task_generation,
+)
 from tasks.options import stage
-from tasks.runtime import RUNTIME, committed_checkpoints
+from tasks.runtime import RUNTIME, committed_checkpoints, reference_checkpoints
 from tasks.seed import benchmark_index
 
 
@@ -26,7 +35,8 @@ def recent_success_rate(ref: GenerationRef) -> float | None:
     metrics = json.loads(
         ref.warehouse.read("generations", run_id=ref.run_id, generation=ref.generation - 1)["metrics"][0]
     )
-    return metrics.get("fresh_success", metrics.get("heldout_success"))
+    fresh = metrics.get("fresh_success")
+    return metrics.get("heldout_success") if fresh is None else fresh
 
 
 @stage("generate", gpu=True)
@@ -42,9 +52,9 @@ def generate(ref: GenerationRef) -> dict:
     pool = subset(known, pool_ids(ref, "train", ref.generation - 1))
     seeds = draw(list(pool.values()), config.seeds_per_generation, generation_rng(config.seed, ref.generation, "seeds"))
     success = recent_success_rate(ref)
-    contexts = [domain.simulator_messages(seed, success) for seed in seeds]
+    contexts = [domain.simulator_messages(seed, success, alpha=config.alpha, k_min=config.k_min) for seed in seeds]
     conversations = [c for c in contexts for _ in range(config.variations_per_seed)]
-    backend = RUNTIME.backend(config, committed_checkpoints(ref, ref.generation - 1))
+    backend = RUNTIME.backend(config, committed_checkpoints(ref, ref.generation - 1), reference_checkpoints(ref))
     sampling = SamplingSettings(
         max_new_tokens=config.simulator_max_new_tokens,
         temperature=config.simulator_temperature,
@@ -55,7 +65,11 @@ def generate(ref: GenerationRef) -> dict:
 
     crash_point(f"g{ref.generation}:generate:generated")
     seen = {domain.dedup_key(t) for t in known.values()}
-    context = ValidationContext(seen_keys=seen, is_contaminated=benchmark_index(config.benchmarks_dir).contains)
+    context = ValidationContext(
+        seen_keys=seen,
+        is_contaminated=benchmark_index(config.benchmarks_dir).contains,
+        heldout_calls={domain.answer_key(t) for t in heldout_seeds(ref, known)},
+    )
     rows = []
     for i, seed in enumerate(seeds):
         batch_id = ref.key(f"b{i}")

@@ -9,10 +9,20 @@ import polars as pl
 
 from curriculum.pools import draw, generation_rng
 from domains.base import TaskInstance
+from genenv.config import GenEnvConfig
 from models.generation import GenerationBackend, SamplingSettings
-from tasks.context import GenerationRef, load_tasks, pool_ids, progress_bar, stage_result, subset, task_generation
+from tasks.context import (
+    GenerationRef,
+    fresh_tasks,
+    load_tasks,
+    pool_ids,
+    probe_set,
+    progress_bar,
+    stage_result,
+    subset,
+)
 from tasks.options import stage
-from tasks.runtime import RUNTIME, committed_checkpoints
+from tasks.runtime import RUNTIME, committed_checkpoints, reference_checkpoints
 from tasks.staging import read_staged, write_staged
 
 
@@ -62,9 +72,8 @@ def rollout(ref: GenerationRef) -> dict:
     config = ref.config
     if read_staged(ref, "rollouts") is not None:
         return stage_result(ref, "rollout", started, skipped=True)
-    fresh_rows = ref.warehouse.read("tasks", run_id=ref.run_id, generation=task_generation(ref)).filter(valid=True)
     known = load_tasks(ref)
-    fresh = subset(known, fresh_rows["task_id"].to_list())
+    fresh = fresh_tasks(ref, known)
     pool = subset(known, pool_ids(ref, "train", ref.generation - 1))
     sampled = draw(
         list(pool.values()), config.pool_tasks_per_generation, generation_rng(config.seed, ref.generation, "pool")
@@ -75,9 +84,16 @@ def rollout(ref: GenerationRef) -> dict:
         temperature=config.agent_temperature,
         seed=config.seed * 100_003 + ref.generation + 7,
     )
-    backend = RUNTIME.backend(config, committed_checkpoints(ref, ref.generation - 1))
+    backend = RUNTIME.backend(config, committed_checkpoints(ref, ref.generation - 1), reference_checkpoints(ref))
     rollouts = answer_tasks(ref, backend, work, config.rollouts_per_task, sampling, "rollout")
-    write_staged(ref, "rollouts", rollouts)
+    probes = [(t, "probe_before") for t in probe_set(ref, fresh)]
+    before = answer_tasks(ref, backend, probes, 1, greedy_sampling(config), "probe before update")
+    write_staged(ref, "rollouts", pl.concat([rollouts, before]))
     return stage_result(
         ref, "rollout", started, fresh_tasks=len(fresh), pool_tasks=len(sampled), rollouts=rollouts.height
     )
+
+
+def greedy_sampling(config: GenEnvConfig) -> SamplingSettings:
+    """How the agent is measured (held-out seeds, probes): greedy, so a score moves only when the model does."""
+    return SamplingSettings(max_new_tokens=config.agent_max_new_tokens, temperature=0.0, seed=config.seed)

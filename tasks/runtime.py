@@ -18,34 +18,51 @@ from tasks.context import GenerationRef
 from warehouse.checkpoints import checkpoint_uri, fetch_adapter, publish_adapter
 
 Checkpoints = tuple[str | None, str | None]
-"""(agent, simulator) adapter folders; None = a fresh adapter."""
+"""(agent, simulator) adapter folders; None = a fresh adapter (or, for a KL reference, the base model)."""
+NO_CHECKPOINTS: Checkpoints = (None, None)
 
 
 class ModelRuntime:
     def __init__(self) -> None:
         self._policy: PolicyPair | None = None
-        self._identity: tuple[str, LoraSettings, int, str] | None = None
+        self._identity: tuple[str, LoraSettings, int, str, Checkpoints] | None = None
         self._loaded_from: Checkpoints | None = None
 
-    def policy(self, config: GenEnvConfig, checkpoints: Checkpoints) -> PolicyPair:
+    def policy(
+        self, config: GenEnvConfig, checkpoints: Checkpoints, references: Checkpoints = NO_CHECKPOINTS
+    ) -> PolicyPair:
+        """The pair with `checkpoints` as adapters and `references` as each role's frozen KL reference."""
         base = resolve_base_model(config.model, Path(config.data_dir).resolve() / "models")
         lora = LoraSettings(r=config.lora_r, alpha=config.lora_alpha)
-        identity = (str(base), lora, config.seed, config.precision)
+        identity = (str(base), lora, config.seed, config.precision, references)
         if self._policy is None or self._identity != identity or self._loaded_from != checkpoints:
             cache = Path(config.data_dir).resolve() / "cache" / "checkpoints"
-            adapters = {
-                role: fetch_adapter(c, cache) if c else None for role, c in zip(ROLES, checkpoints, strict=True)
-            }
-            self._policy = PolicyPair.load(base, lora, adapters=adapters, seed=config.seed, precision=config.precision)
+
+            def local(folders: Checkpoints) -> dict[str, Path | None]:
+                return {role: fetch_adapter(c, cache) if c else None for role, c in zip(ROLES, folders, strict=True)}
+
+            self._policy = PolicyPair.load(
+                base,
+                lora,
+                adapters=local(checkpoints),
+                references=local(references),
+                seed=config.seed,
+                precision=config.precision,
+            )
             self._identity, self._loaded_from = identity, checkpoints
         return self._policy
 
-    def backend(self, config: GenEnvConfig, checkpoints: Checkpoints) -> GenerationBackend:
-        return BACKENDS[config.backend](self.policy(config, checkpoints), batch_size=config.generation_batch_size)
+    def backend(
+        self, config: GenEnvConfig, checkpoints: Checkpoints, references: Checkpoints = NO_CHECKPOINTS
+    ) -> GenerationBackend:
+        policy = self.policy(config, checkpoints, references)
+        return BACKENDS[config.backend](policy, batch_size=config.generation_batch_size)
 
-    def training(self, config: GenEnvConfig, checkpoints: Checkpoints) -> PolicyPair:
+    def training(
+        self, config: GenEnvConfig, checkpoints: Checkpoints, references: Checkpoints = NO_CHECKPOINTS
+    ) -> PolicyPair:
         """The policy to update in place; it no longer matches any checkpoint until `saved`."""
-        policy = self.policy(config, checkpoints)
+        policy = self.policy(config, checkpoints, references)
         self._loaded_from = None
         return policy
 
@@ -62,6 +79,14 @@ def committed_checkpoints(ref: GenerationRef, generation: int) -> Checkpoints:
     if row.is_empty():
         raise RuntimeError(f"run {ref.run_id} has no committed generation {generation} to start from")
     return row["agent_checkpoint"][0], row["simulator_checkpoint"][0]
+
+
+def reference_checkpoints(ref: GenerationRef) -> Checkpoints:
+    """The KL reference of each role: its adapter after the warm start (generation 0), frozen; the base model
+    when there was no warm start (then the generation-0 adapters equal the base anyway)."""
+    if ref.generation == 0 or not ref.config.warm_start:
+        return NO_CHECKPOINTS
+    return committed_checkpoints(ref, 0)
 
 
 def own_checkpoints(ref: GenerationRef) -> Checkpoints:

@@ -1,12 +1,17 @@
-"""Stage (generation 0): record the seed set and start D_train with its training split."""
+"""Stage (generation 0): record the seed set and start D_train with its training split.
+
+Whole task families are held out. Every seed is validated like a generated task, so a training seed that
+overlaps the evaluation benchmarks or gives the same answer as a held-out seed stays out of D_train."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from functools import cache
 
 from curriculum.pools import is_heldout
+from domains.base import Candidate, ValidationContext
 from domains.decontamination import BenchmarkIndex
 from tasks.context import GenerationRef, stage_result
 from tasks.options import stage
@@ -23,12 +28,19 @@ def seed_pool(ref: GenerationRef) -> dict:
     config, warehouse = ref.config, ref.warehouse
     if warehouse.has_rows("tasks", ref.run_id, ref.generation):
         return stage_result(ref, "seed", started, skipped=True)
-    index = benchmark_index(config.benchmarks_dir)
+    domain = ref.domain
+    seeds = domain.load_seeds()
+    heldout_ids = {s.task_id for s in seeds if is_heldout(s.family, config.heldout_fraction)}
+    benchmarks = ValidationContext(is_contaminated=benchmark_index(config.benchmarks_dir).contains)
+    # A training seed must not teach a held-out answer: it is checked like a generated task.
+    training = dataclasses.replace(
+        benchmarks, heldout_calls={domain.answer_key(s) for s in seeds if s.task_id in heldout_ids}
+    )
     tasks, pool = [], []
-    for seed in ref.domain.load_seeds():
+    for seed in seeds:
         question = str(seed.spec.get("question", ""))
-        overlap = index.contains(question)
-        heldout = is_heldout(seed.task_id, config.heldout_fraction)
+        heldout = seed.task_id in heldout_ids
+        checked = domain.validate(Candidate(raw="", task=seed), benchmarks if heldout else training)
         tasks.append(
             {
                 "run_id": ref.run_id,
@@ -43,12 +55,12 @@ def seed_pool(ref: GenerationRef) -> dict:
                 "answer": seed.answer,
                 "raw_output": None,
                 "simulator_context": None,
-                "valid": not overlap,
-                "reject_reason": "benchmark_overlap" if overlap else None,
+                "valid": checked.valid,
+                "reject_reason": checked.reject_reason,
                 "heldout": heldout,
             }
         )
-        if not heldout and not overlap:
+        if not heldout and checked.valid:
             pool.append(
                 {"run_id": ref.run_id, "generation": 0, "pool": "train", "task_id": seed.task_id, "weight": 1.0}
             )

@@ -37,7 +37,11 @@ def warm_start(ref: GenerationRef) -> dict:
     tokenizer = policy.tokenizer
     agent_examples = [encode_example(tokenizer, domain.agent_messages(s), s.answer) for s in chosen]
     simulator_examples = [
-        encode_example(tokenizer, domain.simulator_messages(seed, success), domain.simulator_target(sibling))
+        encode_example(
+            tokenizer,
+            domain.simulator_messages(seed, success, alpha=config.alpha, k_min=config.k_min),
+            domain.simulator_target(sibling),
+        )
         for seed, sibling, success in sibling_pairs(seeds, chosen, rng)
     ]
     rows = []
@@ -49,6 +53,7 @@ def warm_start(ref: GenerationRef) -> dict:
                 examples,
                 lr=config.warm_start_lr,
                 kl_coef=0.0,
+                persist=False,
                 epochs=config.warm_start_epochs,
                 batch_size=config.train_batch_size,
                 seed=config.seed,

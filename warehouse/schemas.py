@@ -84,7 +84,9 @@ class Trajectories(_Strict):
     generation: int = pa.Field(ge=0)
     trajectory_id: str = pa.Field(unique=True)
     task_id: str
-    purpose: str = pa.Field(isin=["fresh", "pool", "heldout"])
+    purpose: str = pa.Field(isin=["fresh", "pool", "heldout", "probe_before", "probe_after"])
+    """fresh / pool: the GRPO groups; heldout: greedy, on held-out seeds; probe_before / probe_after: greedy, on a
+    fixed sample of this generation's fresh tasks, before and after the agent's update."""
     sample_index: int = pa.Field(ge=0)
     completion: str
     finished: bool
@@ -123,6 +125,16 @@ class Training(_Strict):
     n_rows: int = pa.Field(ge=0)
     lr: float
     seconds: float = pa.Field(ge=0)
+    grad_norm: float | None = pa.Field(nullable=True, ge=0)
+    """Gradient norm before clipping."""
+    entropy: float | None = pa.Field(nullable=True)
+    """Mean per-token entropy of the policy over the step's target tokens."""
+    clip_ratio: float | None = pa.Field(nullable=True, ge=0, le=1)
+    """GRPO: share of completion tokens whose ratio to the rollout policy was clipped."""
+    approx_kl: float | None = pa.Field(nullable=True)
+    """GRPO: token-mean k3 KL between the rollout policy and the updated one (how far the update moved)."""
+    zero_spread_share: float | None = pa.Field(nullable=True, ge=0, le=1)
+    """GRPO: share of groups whose rewards are all equal (no learning signal)."""
 
 
 class Evaluations(_Strict):

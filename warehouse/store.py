@@ -65,9 +65,10 @@ class Warehouse:
         except pandera.errors.SchemaErrors as exc:
             raise WarehouseError(f"rows for table {table!r} break its schema: {exc}") from None
         delta = self.table(table)
-        # An existing table keeps the partitioning it was created with, so older tables stay writable.
+        # An existing table keeps the partitioning it was created with, so older tables stay writable; columns
+        # added to the schema since it was created are added to it (older rows read them as null).
         creation: dict[str, Any] = (
-            {"partition_by": delta.metadata().partition_columns}
+            {"partition_by": delta.metadata().partition_columns, **_added_columns(delta, schema)}
             if delta is not None
             else {
                 "partition_by": PARTITIONS[table],
@@ -95,7 +96,8 @@ class Warehouse:
         with translated(self.uri(table)):
             data = pl.from_arrow(delta.to_pyarrow_table(filters=filters))
         schema = polars_schema(table)
-        return data.cast(schema, strict=False).select(list(schema))
+        missing = [pl.lit(None, dtype).alias(name) for name, dtype in schema.items() if name not in data.columns]
+        return data.with_columns(missing).cast(schema, strict=False).select(list(schema))
 
     # --- generation-level view ---
     def has_rows(self, table: str, run_id: str, generation: int, **equals: Any) -> bool:
@@ -143,3 +145,9 @@ class Warehouse:
         if rows.is_empty():
             raise WarehouseError(f"no run {run_id!r} in the warehouse at {self.root_uri}")
         return rows.row(0, named=True)
+
+
+def _added_columns(delta: DeltaTable, schema: dict[str, pl.DataType]) -> dict[str, str]:
+    """Delta's schema merge, only when the table lacks columns the schema now has."""
+    existing = set(delta.schema().to_arrow().names)
+    return {"schema_mode": "merge"} if set(schema) - existing else {}

@@ -253,6 +253,11 @@ def _training(run_id: str, g: int, rng: np.random.Generator) -> pl.DataFrame:
             "n_rows": 8,
             "lr": 5e-5,
             "seconds": 1.5,
+            "grad_norm": [round(0.5 * rng.random(), 4) for _ in steps],
+            "entropy": [round(1.0 + rng.random(), 4) for _ in steps],
+            "clip_ratio": [0.05 if p == "grpo" else None for p in phases],
+            "approx_kl": [0.001 * s if p == "grpo" else None for p, s in zip(phases, steps, strict=True)],
+            "zero_spread_share": [0.5 if p == "grpo" else None for p in phases],
         },
     )
 

@@ -106,10 +106,45 @@ def test_both_models_trained_every_generation(finished_run):
     training = warehouse.read("training", run_id=run_id)
     warm = training.filter(generation=0)
     assert set(warm["role"]) == {"agent", "simulator"} and set(warm["phase"]) == {"warm_start"}
+    trajectories = warehouse.read("trajectories", run_id=run_id)
     for g in (1, 2):
         grpo = training.filter(generation=g, role="agent")
-        assert grpo.height == config.agent_steps and set(grpo["phase"]) == {"grpo"}
+        rows = trajectories.filter(pl.col("generation") == g, pl.col("purpose").is_in(["fresh", "pool"])).height
+        steps = config.agent_epochs * math.ceil(rows / config.agent_minibatch_size)
+        assert grpo.height == steps and set(grpo["phase"]) == {"grpo"}
+        assert grpo["grad_norm"].null_count() == 0 and grpo["zero_spread_share"].null_count() == 0
+        assert ((grpo["clip_ratio"] >= 0) & (grpo["clip_ratio"] <= 1)).all()
     assert training["loss"].is_finite().all()
+
+
+def test_the_update_is_measured_on_the_same_probe_tasks_before_and_after(finished_run):
+    config, run_id, warehouse = finished_run
+    tasks = warehouse.read("tasks", run_id=run_id)
+    trajectories = warehouse.read("trajectories", run_id=run_id)
+    for g in (1, 2):
+        fresh = tasks.filter(generation=g, valid=True)["task_id"].to_list()
+        before = trajectories.filter(generation=g, purpose="probe_before")
+        after = trajectories.filter(generation=g, purpose="probe_after")
+        assert before.height == after.height == min(config.probe_tasks, len(fresh))
+        assert sorted(before["task_id"]) == sorted(after["task_id"]) and set(before["task_id"]) <= set(fresh)
+        metrics = json.loads(warehouse.committed(run_id).filter(generation=g)["metrics"][0])
+        if before.height:
+            assert metrics["probe_before"] == pytest.approx(before["reward"].mean(), abs=1e-4)
+            assert metrics["probe_after"] == pytest.approx(after["reward"].mean(), abs=1e-4)
+
+
+def test_optimizer_state_travels_with_the_trained_adapters(finished_run):
+    from models.policy import OPTIMIZER_FILE
+
+    config, run_id, warehouse = finished_run
+    training = warehouse.read("training", run_id=run_id)
+    for row in warehouse.committed(run_id).iter_rows(named=True):
+        for role in ("agent", "simulator"):
+            stepped = training.filter(
+                pl.col("generation") <= row["generation"], pl.col("role") == role, pl.col("phase") != "warm_start"
+            )
+            saved = (Path(row[f"{role}_checkpoint"]) / OPTIMIZER_FILE).exists()
+            assert saved == (stepped["grad_norm"] > 0).any(), (row["generation"], role)
 
 
 def test_sql_answers_one_row_per_committed_generation(finished_run):

@@ -1,5 +1,6 @@
 import json
 
+import polars as pl
 import pytest
 
 from warehouse.query import check_read_only, connect, query
@@ -130,3 +131,40 @@ def test_queries_cannot_touch_files(warehouse, tmp_path):
 def test_empty_warehouse_answers_with_empty_views(root_uri):
     result = query(Warehouse(root_uri), "SELECT count(*) AS n FROM trajectories")
     assert result["n"][0] == 0
+
+
+def test_a_table_written_before_a_column_was_added_takes_the_new_rows(root_uri):
+    """Tables of an older schema stay writable: new columns are merged in and read as null for old rows."""
+    from deltalake import write_deltalake
+
+    from warehouse.schemas import polars_schema
+    from warehouse.storage import storage_options, table_uri, translated
+
+    warehouse = Warehouse(root_uri)
+    row = {
+        "run_id": "r1",
+        "generation": 1,
+        "role": "agent",
+        "phase": "grpo",
+        "step": 0,
+        "loss": 0.5,
+        "kl": None,
+        "n_rows": 4,
+        "lr": 1e-4,
+        "seconds": 1.0,
+    }
+    old_columns = {name: dtype for name, dtype in polars_schema("training").items() if name in row}
+    uri = table_uri(root_uri, "training")
+    with translated(uri):
+        write_deltalake(
+            uri,
+            pl.DataFrame([row], schema=old_columns).to_arrow(),
+            partition_by=["run_id", "generation"],
+            storage_options=storage_options(root_uri),
+        )
+    new = {**row, "step": 1, "grad_norm": 0.3, "entropy": 2.0, "clip_ratio": 0.1, "approx_kl": 0.01}
+    warehouse.append("training", [{**new, "zero_spread_share": 0.5}])
+    rows = warehouse.read("training", run_id="r1").sort("step")
+    assert rows["step"].to_list() == [0, 1]
+    assert rows["clip_ratio"].to_list() == [None, 0.1]
+    assert rows["zero_spread_share"].to_list() == [None, 0.5]

@@ -1,0 +1,50 @@
+"""Label accuracy of generated tool-call tasks before and after the answer check (grounding, intent, enums).
+
+The sample is every simulator task that today's validation would have called valid in a run of the code before
+the answer check (`bench/data/labelled_simulator_tasks.jsonl`), each labelled by reading it: does the answer do
+what the request asks? "Before" is the share of correct answers among all of them; "after" is the share among the
+ones the domain's validation still accepts. Usage: `python bench/answer_check.py`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+from domains.base import Candidate, TaskInstance, ValidationContext, get_domain
+from domains.tool_call.domain import family_of
+
+SAMPLE = Path(__file__).parent / "data" / "labelled_simulator_tasks.jsonl"
+
+
+def main() -> None:
+    domain = get_domain("tool_call")
+    rows = [json.loads(line) for line in SAMPLE.read_text(encoding="utf-8").splitlines()]
+    kept, reasons = [], Counter()
+    for i, row in enumerate(rows):
+        task = TaskInstance(
+            task_id=f"sample-{i}",
+            spec={"functions": row["functions"], "question": row["question"]},
+            answer=row["answer"],
+            family=family_of(row["functions"]),
+        )
+        verdict = domain.validate(Candidate(raw="", task=task), ValidationContext())
+        if verdict.valid:
+            kept.append(row)
+        else:
+            reasons[(verdict.reject_reason, "correct" if row["correct"] else "wrong")] += 1
+    correct = sum(r["correct"] for r in rows)
+    kept_correct = sum(r["correct"] for r in kept)
+    print(f"labelled valid tasks: {len(rows)}, correct {correct} ({correct / len(rows):.0%})")
+    print(f"after the answer check: {len(kept)} kept, correct {kept_correct} ({kept_correct / max(len(kept), 1):.0%})")
+    print(
+        f"correct tasks kept: {kept_correct} of {correct}; wrong tasks rejected: "
+        f"{len(rows) - correct - (len(kept) - kept_correct)} of {len(rows) - correct}"
+    )
+    for (reason, label), count in sorted(reasons.items()):
+        print(f"  rejected {reason:<22} {label:<8} {count}")
+
+
+if __name__ == "__main__":
+    main()
