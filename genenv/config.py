@@ -61,11 +61,15 @@ class GenEnvConfig:
     variations_per_seed: int = _f(4, "n: variations the simulator writes per seed (one batch).")
     simulator_max_new_tokens: int = _f(96, "Token cap for one simulator output.")
     simulator_temperature: float = _f(0.9, "Sampling temperature of the simulator.")
+    simulator_top_p: float = _f(1.0, "Nucleus sampling of the simulator: sample from this top share of probability.")
     # --- agent: rollouts and verification ---
     rollouts_per_task: int = _f(4, "k: agent answers per fresh task, the GRPO group size.")
     pool_tasks_per_generation: int = _f(8, "Tasks sampled from the pool D_train and rolled out too.")
     agent_max_new_tokens: int = _f(48, "Token cap for one agent answer.")
     agent_temperature: float = _f(1.0, "Sampling temperature of agent rollouts (held-out eval is greedy).")
+    agent_top_p: float = _f(
+        1.0, "Nucleus sampling of agent rollouts; a small model sampled from its whole vocabulary writes noise."
+    )
     solved_threshold: float = _f(0.5, "A trajectory counts as solved when R_agent >= this.")
     probe_tasks: int = _f(
         16, "Fresh tasks answered greedily before and after the agent's update, to measure what the update did."
@@ -138,6 +142,8 @@ class GenEnvConfig:
         need(self.precision in ("float32", "bfloat16"), "precision", "must be float32 or bfloat16")
         need(self.rollouts_per_task >= 2, "rollouts_per_task", "must be >= 2: GRPO learns from differences in a group")
         need(0.0 < self.agent_clip_epsilon < 1.0, "agent_clip_epsilon", "must be in (0, 1)")
+        for name in ("agent_top_p", "simulator_top_p"):
+            need(0.0 < getattr(self, name) <= 1.0, name, "must be in (0, 1]")
         at_least_zero = (
             "pool_tasks_per_generation",
             "warm_start_epochs",

@@ -58,6 +58,7 @@ def generate(ref: GenerationRef) -> dict:
     sampling = SamplingSettings(
         max_new_tokens=config.simulator_max_new_tokens,
         temperature=config.simulator_temperature,
+        top_p=config.simulator_top_p,
         seed=config.seed * 100_003 + ref.generation,
     )
     with progress_bar(f"g{ref.generation} generate", len(conversations)) as bar:

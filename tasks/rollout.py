@@ -82,6 +82,7 @@ def rollout(ref: GenerationRef) -> dict:
     sampling = SamplingSettings(
         max_new_tokens=config.agent_max_new_tokens,
         temperature=config.agent_temperature,
+        top_p=config.agent_top_p,
         seed=config.seed * 100_003 + ref.generation + 7,
     )
     backend = RUNTIME.backend(config, committed_checkpoints(ref, ref.generation - 1), reference_checkpoints(ref))
