@@ -6,11 +6,12 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from evaluation.registry import Benchmark, Item
+from evaluation.bootstrap import bootstrap_mean
+from evaluation.registry import DEFAULT_BENCHMARKS, Benchmark, Item
 from models.generation import GenerationBackend, SamplingSettings
 
 ROLE = "agent"
-DEFAULT_BENCHMARKS = ("bfcl", "api_bank", "bamboogle")
+__all__ = ["DEFAULT_BENCHMARKS", "ItemResult", "Summary", "run_benchmark", "summarise"]
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,9 @@ class Summary:
     metric: str
     value: float
     n: int
+    ci_low: float
+    """95% percentile bootstrap interval of `value` over the items (evaluation.bootstrap)."""
+    ci_high: float
 
 
 def run_benchmark(
@@ -51,9 +55,13 @@ def run_benchmark(
 
 
 def summarise(results: list[ItemResult]) -> list[Summary]:
-    """Mean of each metric per (benchmark, category), in first-seen order."""
+    """Mean of each metric per (benchmark, category) with its bootstrap interval over the items; first-seen order."""
     groups: dict[tuple[str, str, str], list[float]] = defaultdict(list)
     for result in results:
         for metric, value in result.scores.items():
             groups[(result.benchmark, result.category, metric)].append(value)
-    return [Summary(*key, sum(values) / len(values), len(values)) for key, values in groups.items()]
+    summaries = []
+    for key, values in groups.items():
+        interval = bootstrap_mean(values)
+        summaries.append(Summary(*key, interval.value, interval.n, interval.low, interval.high))
+    return summaries

@@ -9,8 +9,9 @@ import uuid
 
 from prefect import flow
 
-from evaluation.registry import get_benchmark
+from evaluation.registry import check_item_sizes, get_benchmark
 from evaluation.runner import DEFAULT_BENCHMARKS
+from genenv.config import ConfigError
 from models.loading import EMBEDDED_MODEL
 from tasks.benchmarks import evaluate_benchmark, resolve_target
 from warehouse.schemas import now
@@ -29,18 +30,24 @@ def evaluate(
     cache_dir: str = "data",
     precision: str | None = None,
     batch_size: int = 16,
+    items: dict[str, int] | None = None,
 ) -> str:
     """Returns the evaluation batch id; its rows have eval_id `<batch>/<benchmark>/<category>/<metric>`.
 
     With `run_id`, the run's agent adapter at `generation` (default: its last committed one) is scored on the run's
-    base model and `model` is ignored. `limit` caps the items per category. `precision` defaults to the run's
-    (float32 for a base model).
+    base model and `model` is ignored. Items per category: `items[category]` (0 leaves it out), else `limit`, else
+    all, always the same ones for a given size (evaluation.registry.select_items). `precision` defaults to the
+    run's (float32 for a base model).
     """
     names = list(benchmarks or DEFAULT_BENCHMARKS)
     for name in names:
         get_benchmark(name)
+    try:
+        check_item_sizes(names, data_dir, items)
+    except ValueError as exc:
+        raise ConfigError(f"items: {exc}") from None
     target = resolve_target(Warehouse(warehouse_uri), model, run_id, generation, precision)
     eval_batch = f"{target.run_id}-{now():%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"
     for name in names:
-        evaluate_benchmark(target, name, eval_batch, data_dir, limit, warehouse_uri, cache_dir, batch_size)
+        evaluate_benchmark(target, name, eval_batch, data_dir, limit, warehouse_uri, cache_dir, batch_size, items)
     return eval_batch

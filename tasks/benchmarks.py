@@ -13,7 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from evaluation.registry import get_benchmark
+from evaluation.registry import Item, get_benchmark, select_items
 from evaluation.runner import ItemResult, run_benchmark, summarise
 from models.generation import BACKENDS
 from models.loading import resolve_base_model
@@ -68,6 +68,13 @@ def _policy(base: str, agent_checkpoint: str | None, precision: str) -> PolicyPa
     return PolicyPair.load(Path(base), LoraSettings(), adapters=adapters, precision=precision)
 
 
+def benchmark_items(
+    benchmark: str, data_dir: str | Path, sizes: dict[str, int] | None = None, limit: int | None = None
+) -> list[Item]:
+    """The fixed sample of a benchmark's items every model is scored on (evaluation.registry.select_items)."""
+    return select_items(get_benchmark(benchmark).load(Path(data_dir)), sizes, limit)
+
+
 @stage("evaluate-benchmark", gpu=True)
 def evaluate_benchmark(
     target: Target,
@@ -78,23 +85,29 @@ def evaluate_benchmark(
     warehouse_uri: str,
     cache_dir: str,
     batch_size: int = 16,
+    items: dict[str, int] | None = None,
 ) -> dict[str, Any]:
-    """Generate, score and append the rows; skipped when this batch already wrote this benchmark (a retry)."""
+    """Generate, score and append the rows; skipped when this batch already wrote this benchmark (a retry).
+
+    The items are `benchmark_items`: per category `items[category]`, else `limit`, else all, chosen by a seeded hash
+    of the item id, so every model is scored on the same items.
+    """
     started = time.perf_counter()
     warehouse = Warehouse(warehouse_uri)
     prefix = f"{eval_batch}/{benchmark}/"
     written = warehouse.read("evaluations", run_id=target.run_id)
     if written["eval_id"].str.starts_with(prefix).any():
         return {"benchmark": benchmark, "skipped": True}
+    chosen = benchmark_items(benchmark, data_dir, items, limit)
+    if not chosen:
+        return {"benchmark": benchmark, "items": 0}
     base = resolve_base_model(target.model, Path(cache_dir).resolve() / "models")
     adapter = None
     if target.agent_checkpoint:
         adapter = str(fetch_adapter(target.agent_checkpoint, Path(cache_dir).resolve() / "cache" / "checkpoints"))
     backend = BACKENDS["transformers"](_policy(str(base), adapter, target.precision), batch_size)
-    scorer = get_benchmark(benchmark)
-    items = scorer.load(Path(data_dir), limit)
-    with progress_bar(f"eval {benchmark}", total=len(items)) as bar:
-        results = run_benchmark(backend, scorer, items, bar.update)
+    with progress_bar(f"eval {benchmark}", total=len(chosen)) as bar:
+        results = run_benchmark(backend, get_benchmark(benchmark), chosen, bar.update)
     rows, item_rows = evaluation_rows(target, prefix, results)
     warehouse.append("evaluation_items", item_rows)
     warehouse.append("evaluations", rows)
@@ -117,6 +130,8 @@ def evaluation_rows(target: Target, prefix: str, results: list[ItemResult]) -> t
             "value": s.value,
             "n": s.n,
             "evaluated_at": evaluated_at,
+            "ci_low": s.ci_low,
+            "ci_high": s.ci_high,
         }
         for s in summarise(results)
     ]
@@ -137,5 +152,8 @@ def evaluation_rows(target: Target, prefix: str, results: list[ItemResult]) -> t
     return rows, item_rows
 
 
-def rows_summary(rows: list[dict]) -> dict[str, float]:
-    return {f"{row['category']}/{row['metric']}": round(row["value"], 4) for row in rows}
+def rows_summary(rows: list[dict]) -> dict[str, str]:
+    return {
+        f"{row['category']}/{row['metric']}": f"{row['value']:.4f} [{row['ci_low']:.4f}, {row['ci_high']:.4f}]"
+        for row in rows
+    }

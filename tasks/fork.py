@@ -53,11 +53,22 @@ def fork_run(
     config = plan_fork(warehouse, parent_run_id, generation, overrides)
     run_id = new_run_id(fork or f"{config.run_name}-rerun-g{generation}")
     register_run(warehouse, config, run_id, parent=(parent_run_id, generation - 1))
+    copy_snapshot(warehouse, parent_run_id, run_id, generation - 1)
+    return run_id
+
+
+def copy_snapshot(warehouse: Warehouse, parent_run_id: str, run_id: str, through_generation: int) -> None:
+    """Give `run_id` the parent's rows and committed generations 0..through_generation (adapters by reference).
+
+    Each table's copy is one Delta commit and is skipped when already there, so a retry completes a failed copy.
+    """
     for table in GENERATION_TABLES:
-        rows = warehouse.read(table, run_id=parent_run_id)
-        rows = rows.filter(pl.col("generation") < generation).with_columns(run_id=pl.lit(run_id))
-        warehouse.append(table, rows.to_dicts())
-    for row in warehouse.committed(parent_run_id).filter(pl.col("generation") < generation).iter_rows(named=True):
+        if warehouse.read(table, run_id=run_id).is_empty():
+            rows = warehouse.read(table, run_id=parent_run_id)
+            rows = rows.filter(pl.col("generation") <= through_generation).with_columns(run_id=pl.lit(run_id))
+            warehouse.append(table, rows)
+    committed = warehouse.committed(parent_run_id).filter(pl.col("generation") <= through_generation)
+    for row in committed.iter_rows(named=True):
         warehouse.commit_generation(
             run_id,
             row["generation"],
@@ -67,4 +78,3 @@ def fork_run(
             seed=row["seed"],
             metrics=json.loads(row["metrics"]),
         )
-    return run_id

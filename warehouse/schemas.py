@@ -151,6 +151,10 @@ class Evaluations(_Strict):
     value: float
     n: int = pa.Field(ge=0)
     evaluated_at: pl.Datetime("us", "UTC")
+    ci_low: float | None = pa.Field(nullable=True)
+    """95% bootstrap interval of `value` over the items (percentile, 2,000 resamples, seed 0; evaluation.bootstrap);
+    null in rows written before the column existed."""
+    ci_high: float | None = pa.Field(nullable=True)
 
 
 class EvaluationItems(_Strict):

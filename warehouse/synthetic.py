@@ -290,6 +290,8 @@ def evaluation_rows(run_id: str, g: int) -> tuple[pl.DataFrame, pl.DataFrame]:
             benchmark=pl.lit("bfcl"),
             metric=pl.lit("accuracy"),
             evaluated_at=pl.lit(now()),
+            ci_low=(pl.col("value") - 0.1).clip(0.0, 1.0),
+            ci_high=(pl.col("value") + 0.1).clip(0.0, 1.0),
         ).to_dict(),
     )
     return evaluations, items

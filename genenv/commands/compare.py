@@ -1,12 +1,12 @@
-"""genenv compare: run several arms at equal budgets, evaluate every generation, write an HTML report."""
+"""genenv compare: run several arms from one generation 0 at equal budgets, score them, write an HTML report."""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
-from genenv.arms import ARMS, arm_overrides
-from genenv.config import load_config, parse_overrides
-from genenv.environment import prepare_environment
+from genenv.arms import ARMS, plan_arms
+from genenv.config import ConfigError, parse_overrides
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -16,7 +16,18 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override one field")
     parser.add_argument("--benchmarks", help="comma-separated benchmark names (default: all)")
     parser.add_argument("--benchmarks-dir", default="../shared/benchmarks")
-    parser.add_argument("--limit", type=int, help="benchmark items per category")
+    parser.add_argument(
+        "--items",
+        metavar="CATEGORY=N,...",
+        help="benchmark items per category, e.g. simple_python=200,multiple=100,irrelevance=100,parallel=0 "
+        "(0 leaves a category out; others get --limit); the same seeded sample for every model",
+    )
+    parser.add_argument("--limit", type=int, help="benchmark items per category not named by --items (default: all)")
+    parser.add_argument(
+        "--every-generation",
+        action="store_true",
+        help="score every generation of each arm (default: generation 0 and each arm's last generation)",
+    )
     parser.add_argument("--report", default="data/reports/compare.html")
     parser.set_defaults(handler=run)
 
@@ -24,11 +35,53 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     arms = [a.strip() for a in args.arms.split(",") if a.strip()]
     overrides = parse_overrides(args.set)
-    configs = [load_config(args.config, {**overrides, **arm_overrides(arm)}) for arm in arms]
-    prepare_environment(configs[0].data_dir)
+    items = parse_items(args.items)
+    if args.limit is not None and args.limit < 1:
+        raise ConfigError(f"--limit: must be >= 1 (got {args.limit})")
+    if not Path(args.benchmarks_dir).is_dir():
+        raise ConfigError(f"--benchmarks-dir: folder does not exist (got {args.benchmarks_dir!r})")
+    benchmarks = [name.strip() for name in args.benchmarks.split(",") if name.strip()] if args.benchmarks else None
+    plans = plan_arms(arms, args.config, overrides)
+    check_benchmarks(benchmarks)
+    from evaluation.registry import DEFAULT_BENCHMARKS, check_item_sizes
+
+    try:
+        check_item_sizes(benchmarks or list(DEFAULT_BENCHMARKS), args.benchmarks_dir, items)
+    except (ValueError, FileNotFoundError) as exc:
+        raise ConfigError(f"--items: {exc}") from None
+    from genenv.environment import prepare_environment
+
+    prepare_environment(plans[0].config.data_dir)
     from flows.compare import compare
 
-    benchmarks = args.benchmarks.split(",") if args.benchmarks else None
-    report = compare(arms, args.config, overrides, benchmarks, args.benchmarks_dir, args.limit, args.report)
+    report = compare(
+        arms,
+        args.config,
+        overrides,
+        benchmarks,
+        args.benchmarks_dir,
+        args.limit,
+        args.report,
+        items=items,
+        every_generation=args.every_generation,
+    )
     print(f"\nReport: {report}")
     return 0
+
+
+def parse_items(text: str | None) -> dict[str, int] | None:
+    from evaluation.registry import parse_item_sizes
+
+    try:
+        return parse_item_sizes(text) or None
+    except (ValueError, FileNotFoundError) as exc:
+        raise ConfigError(f"--items: {exc}") from None
+
+
+def check_benchmarks(names: list[str] | None) -> None:
+    import evaluation  # noqa: F401  (registers the built-in benchmarks)
+    from evaluation.registry import BENCHMARKS
+
+    unknown = [name for name in names or [] if name not in BENCHMARKS]
+    if names is not None and (not names or unknown):
+        raise ConfigError(f"--benchmarks: unknown {unknown or 'empty list'}; known: {sorted(BENCHMARKS)}")

@@ -18,7 +18,12 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     which.add_argument("--run", help="score this run's agent")
     parser.add_argument("--generation", type=int, help="the run's generation (default: its last committed one)")
     parser.add_argument("--benchmarks", default="bfcl,api_bank,bamboogle", help="comma-separated benchmark names")
-    parser.add_argument("--limit", type=int, help="at most N items per category")
+    parser.add_argument("--limit", type=int, help="N items per category (default: all); a fixed, seeded sample")
+    parser.add_argument(
+        "--items",
+        metavar="CATEGORY=N,...",
+        help="items per category, e.g. simple_python=200,multiple=100,parallel=0 (0 leaves it out; others: --limit)",
+    )
     parser.add_argument("--data", default=os.environ.get("GENENV_BENCHMARKS_DIR", DEFAULT_DATA), help="data folder")
     parser.add_argument("--warehouse", default=os.environ.get("GENENV_WAREHOUSE", str(Path("data") / "warehouse")))
     parser.add_argument("--cache-dir", default="data", help="project data folder (model cache, Prefect home)")
@@ -41,6 +46,13 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--limit: must be >= 1 (got {args.limit})")
     if not Path(args.data).is_dir():
         raise ConfigError(f"--data: folder does not exist (got {args.data!r})")
+    from evaluation.registry import check_item_sizes, parse_item_sizes
+
+    try:
+        items = parse_item_sizes(args.items) or None
+        check_item_sizes(names, args.data, items)
+    except (ValueError, FileNotFoundError) as exc:
+        raise ConfigError(f"--items: {exc}") from None
     from genenv.environment import prepare_environment
 
     prepare_environment(args.cache_dir)
@@ -57,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
         cache_dir=args.cache_dir,
         precision=args.precision,
         batch_size=args.batch_size,
+        items=items,
     )
     print_scores(args.warehouse, eval_batch)
     return 0
@@ -65,12 +78,14 @@ def run(args: argparse.Namespace) -> int:
 def print_scores(warehouse_uri: str, eval_batch: str) -> None:
     import polars as pl
 
+    from evaluation.bootstrap import METHOD
     from warehouse.store import Warehouse
 
     rows = Warehouse(warehouse_uri).read("evaluations").filter(pl.col("eval_id").str.starts_with(eval_batch + "/"))
-    table = rows.select("benchmark", "category", "metric", pl.col("value").round(4), "n")
+    interval = pl.format("[{}, {}]", pl.col("ci_low").round(4), pl.col("ci_high").round(4)).alias("95% interval")
+    table = rows.select("benchmark", "category", "metric", pl.col("value").round(4), interval, "n")
     with pl.Config(tbl_rows=100, tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True):
         print(table)
-    print(f"\nEvaluation {eval_batch}; per-item outputs and errors:")
+    print(f"\nEvaluation {eval_batch}; intervals: {METHOD}; per-item outputs and errors:")
     query = f"SELECT * FROM evaluation_items WHERE eval_id LIKE '{eval_batch}/%'"
     print(f'  genenv sql --warehouse {warehouse_uri} "{query}"')

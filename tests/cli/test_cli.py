@@ -62,3 +62,29 @@ def test_config_lists_every_field(capsys):
     assert main(["config"]) == 0
     out = capsys.readouterr().out
     assert "alpha (float, default 0.5)" in out and "k_min (float, default 0.1)" in out
+
+
+def test_compare_refuses_bad_requests_before_anything_runs(benchmark_dir, tmp_path, capsys):
+    data = tmp_path / "data"
+    common = ["compare", "--set", f"data_dir={data}", "--benchmarks", "bfcl", "--benchmarks-dir", str(benchmark_dir)]
+    refused = {
+        "--items: simple=3: no category ['simple'] in ['bfcl']": ["--items", "simple=3"],
+        "--items: 'simple_python=x': expected category=N with N >= 0": ["--items", "simple_python=x"],
+        "arms: an arm is named twice": ["--arms", "genenv,genenv"],
+        "arms: unknown arm 'nope'": ["--arms", "genenv,nope"],
+        "--limit: must be >= 1": ["--limit", "0"],
+        "--benchmarks: unknown ['alfworld']": ["--benchmarks", "alfworld"],
+        "--benchmarks-dir: folder does not exist": ["--benchmarks-dir", str(tmp_path / "nowhere")],
+    }
+    for message, extra in refused.items():
+        assert main([*common, *extra]) == 2
+        assert message in capsys.readouterr().err
+    assert not data.exists()
+
+
+def test_compare_flags():
+    from genenv.cli import build_parser
+
+    args = build_parser().parse_args(["compare", "--items", "simple_python=200,parallel=0", "--every-generation"])
+    assert (args.items, args.every_generation, args.limit) == ("simple_python=200,parallel=0", True, None)
+    assert build_parser().parse_args(["compare"]).every_generation is False

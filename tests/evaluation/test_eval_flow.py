@@ -11,6 +11,7 @@ import pytest
 from evaluation.api_bank import ApiBank
 from evaluation.bamboogle import Bamboogle
 from evaluation.bfcl import Bfcl
+from evaluation.registry import select_items
 from flows.evaluate import evaluate
 from genenv.cli import main
 from models.policy import LoraSettings, PolicyPair
@@ -66,6 +67,9 @@ def test_base_model_on_every_benchmark(tiny_model_dir: Path, mini_benchmarks: Pa
     means = items.group_by("eval_id").agg(pl.col("score").mean().alias("mean"))
     joined = scores.join(means, on="eval_id")
     assert len(joined) == len(scores) and (joined["value"] - joined["mean"]).abs().max() < 1e-9
+    assert ((scores["ci_low"] <= scores["value"]) & (scores["value"] <= scores["ci_high"])).all()
+    f1 = scores.filter(metric="f1").row(0, named=True)
+    assert f1["ci_low"] == min(items.filter(eval_id=f1["eval_id"])["score"])  # 2 items: the interval spans both
     assert set(items["item_id"]) == {"simple_python_0", "multiple_0", "parallel_0", "irrelevance_0", "level-1-0"} | {
         "test_0",
         "test_1",
@@ -85,14 +89,19 @@ def test_run_agent_at_a_generation_via_the_cli(
         "r-eval", 0, agent_checkpoint=str(checkpoint), simulator_checkpoint="", config_hash="h", seed=0, metrics={}
     )
     common = ["--data", str(mini_benchmarks), "--warehouse", warehouse_uri, "--cache-dir", str(tmp_path)]
-    target = ["--run", "r-eval", "--generation", "0", "--benchmarks", "bamboogle,api_bank", "--limit", "1"]
+    target = ["--run", "r-eval", "--generation", "0", "--benchmarks", "bamboogle,api_bank", "--items", "test=1"]
     assert main(["eval", *target, *common]) == 0
     out = capsys.readouterr().out
     assert "bamboogle" in out and "exact_match" in out and "level-1" in out
+    assert "95% interval" in out and "2000 resamples" in out
     scores = warehouse.read("evaluations", run_id="r-eval")
     assert scores["generation"].to_list() == [0, 0, 0] and set(scores["n"]) == {1}
     assert set(scores["model"]) == {str(tiny_model_dir)}
-    assert len(warehouse.read("evaluation_items", run_id="r-eval")) == 3
+    assert scores["ci_low"].null_count() == 0 and (scores["ci_low"] == scores["value"]).all()  # one item each
+    items = warehouse.read("evaluation_items", run_id="r-eval")
+    # test=1: the Bamboogle item of the seeded sample, not the file's first; level-1 is not named, so all of it.
+    (chosen,) = select_items(Bamboogle().load(mini_benchmarks), limit=1)
+    assert set(items["item_id"]) == {chosen.item_id, "level-1-0"} and chosen.item_id == "test_1"
 
 
 def test_cli_refuses_bad_requests_before_loading_anything(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -102,6 +111,13 @@ def test_cli_refuses_bad_requests_before_loading_anything(tmp_path: Path, capsys
     assert "--generation: needs --run" in capsys.readouterr().err
     assert main(["eval", "--data", str(tmp_path / "nowhere")]) == 2
     assert "--data: folder does not exist" in capsys.readouterr().err
+
+
+def test_cli_refuses_bad_item_sizes(mini_benchmarks: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["eval", "--benchmarks", "bfcl", "--items", "simple=3", "--data", str(mini_benchmarks)]) == 2
+    assert "--items: simple=3: no category ['simple'] in ['bfcl']" in capsys.readouterr().err
+    assert main(["eval", "--items", "simple_python", "--data", str(mini_benchmarks)]) == 2
+    assert "--items: 'simple_python': expected category=N" in capsys.readouterr().err
 
 
 def _run_row(run_id: str, model: str) -> dict:
