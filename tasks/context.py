@@ -19,6 +19,7 @@ from curriculum.pools import draw, generation_rng
 from domains.base import Domain, TaskInstance, get_domain
 from genenv.config import GenEnvConfig, config_from_dict
 from genenv.faults import crash_point
+from models.generation import SamplingSettings
 from tasks.artifacts import StageProgress
 from warehouse.store import Warehouse
 
@@ -94,6 +95,11 @@ def probe_set(ref: GenerationRef, fresh: dict[str, TaskInstance]) -> list[TaskIn
     update did is one number (probe_after - probe_before)."""
     rng = generation_rng(ref.config.seed, ref.generation, "probe")
     return draw(list(fresh.values()), ref.config.probe_tasks, rng)
+
+
+def greedy_sampling(config: GenEnvConfig) -> SamplingSettings:
+    """How the agent is measured (held-out seeds, probes): greedy, so a score moves only when the model does."""
+    return SamplingSettings(max_new_tokens=config.agent_max_new_tokens, temperature=0.0, seed=config.seed)
 
 
 def pool_ids(ref: GenerationRef, pool: str, through_generation: int) -> list[str]:

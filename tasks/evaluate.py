@@ -7,9 +7,9 @@ import time
 
 import polars as pl
 
-from tasks.context import GenerationRef, fresh_tasks, load_tasks, probe_set, stage_result
+from tasks.context import GenerationRef, fresh_tasks, greedy_sampling, load_tasks, probe_set, stage_result
 from tasks.options import stage
-from tasks.rollout import answer_tasks, greedy_sampling
+from tasks.rollout import answer_tasks
 from tasks.runtime import RUNTIME, own_checkpoints, reference_checkpoints
 from tasks.verify import trajectory_rows
 

@@ -9,11 +9,11 @@ import polars as pl
 
 from curriculum.pools import draw, generation_rng
 from domains.base import TaskInstance
-from genenv.config import GenEnvConfig
 from models.generation import GenerationBackend, SamplingSettings
 from tasks.context import (
     GenerationRef,
     fresh_tasks,
+    greedy_sampling,
     load_tasks,
     pool_ids,
     probe_set,
@@ -93,8 +93,3 @@ def rollout(ref: GenerationRef) -> dict:
     return stage_result(
         ref, "rollout", started, fresh_tasks=len(fresh), pool_tasks=len(sampled), rollouts=rollouts.height
     )
-
-
-def greedy_sampling(config: GenEnvConfig) -> SamplingSettings:
-    """How the agent is measured (held-out seeds, probes): greedy, so a score moves only when the model does."""
-    return SamplingSettings(max_new_tokens=config.agent_max_new_tokens, temperature=0.0, seed=config.seed)
