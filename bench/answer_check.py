@@ -12,8 +12,8 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from domains.base import Candidate, TaskInstance, ValidationContext, get_domain
-from domains.tool_call.domain import family_of
+from genenv.domains.base import Candidate, TaskInstance, ValidationContext, get_domain
+from genenv.domains.tool_call.domain import family_of
 
 SAMPLE = Path(__file__).parent / "data" / "labelled_simulator_tasks.jsonl"
 

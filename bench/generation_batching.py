@@ -11,10 +11,9 @@ import time
 from pathlib import Path
 
 import torch
-
-from models.generation import Completion, SamplingSettings, TransformersBackend
-from models.loading import EMBEDDED_MODEL, resolve_base_model
-from models.policy import LoraSettings, PolicyPair
+from genenv.models.generation import Completion, SamplingSettings, TransformersBackend
+from genenv.models.loading import EMBEDDED_MODEL, resolve_base_model
+from genenv.models.policy import LoraSettings, PolicyPair
 
 QUESTIONS = [
     "What is the capital of France?",

@@ -12,13 +12,12 @@ import sys
 from pathlib import Path
 
 import polars as pl
-
-from domains.base import get_domain
-from models.generation import BACKENDS, SamplingSettings
-from models.loading import resolve_base_model
-from models.policy import LoraSettings, PolicyPair
-from tasks.context import task_from_row
-from warehouse.store import Warehouse
+from genenv.domains.base import get_domain
+from genenv.models.generation import BACKENDS, SamplingSettings
+from genenv.models.loading import resolve_base_model
+from genenv.models.policy import LoraSettings, PolicyPair
+from genenv.tasks.context import task_from_row
+from genenv.warehouse.store import Warehouse
 
 SETTINGS = [(1.0, 1.0), (1.0, 0.9), (0.7, 1.0), (0.7, 0.9), (0.5, 1.0)]
 SEEDS, SAMPLES = 24, 6

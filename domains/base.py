@@ -113,7 +113,7 @@ def register_domain(name: str) -> Callable[[Callable[[], Domain]], Callable[[], 
 
 
 def get_domain(name: str) -> Domain:
-    import domains  # noqa: F401  (registers the built-in domains)
+    import genenv.domains  # noqa: F401  (registers the built-in domains)
 
     try:
         return DOMAINS[name]()

@@ -3,4 +3,4 @@
 Importing this package registers the built-in benchmarks (bfcl, api_bank, bamboogle).
 """
 
-from evaluation import api_bank, bamboogle, bfcl  # noqa: F401
+from genenv.evaluation import api_bank, bamboogle, bfcl  # noqa: F401

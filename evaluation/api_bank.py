@@ -15,9 +15,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from domains.tool_call.calls import Call, ParseError, format_value, parse_calls
-from evaluation import loaders, prompts
-from evaluation.registry import Item, ItemScore, register_benchmark
+from genenv.domains.tool_call.calls import Call, ParseError, format_value, parse_calls
+from genenv.evaluation import loaders, prompts
+from genenv.evaluation.registry import Item, ItemScore, register_benchmark
 
 CATEGORY = "level-1"
 _API_CALL = re.compile(r"\[(\w+)\((.*)\)\]")

@@ -8,9 +8,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from domains.scoring import normalize_answer, token_f1
-from evaluation import loaders, prompts
-from evaluation.registry import Item, ItemScore, register_benchmark
+from genenv.domains.scoring import normalize_answer, token_f1
+from genenv.evaluation import loaders, prompts
+from genenv.evaluation.registry import Item, ItemScore, register_benchmark
 
 CATEGORY = "test"
 _ANSWER_PREFIX = re.compile(r"^\s*(final\s+)?answer\s*:\s*", re.IGNORECASE)

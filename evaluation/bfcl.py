@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from domains.tool_call.checker import check
-from evaluation import loaders, prompts
-from evaluation.registry import Item, ItemScore, register_benchmark
+from genenv.domains.tool_call.checker import check
+from genenv.evaluation import loaders, prompts
+from genenv.evaluation.registry import Item, ItemScore, register_benchmark
 
 CATEGORIES = ("simple_python", "multiple", "parallel", "irrelevance")
 

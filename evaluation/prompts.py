@@ -12,7 +12,7 @@ import copy
 import json
 from typing import Any
 
-from evaluation.registry import Messages
+from genenv.evaluation.registry import Messages
 
 BFCL_SYSTEM_PROMPT = (
     "You are an expert in composing functions. You are given a question and a set of possible functions. "

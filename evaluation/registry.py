@@ -59,7 +59,7 @@ def register_benchmark(name: str) -> Callable[[Callable[[], Benchmark]], Callabl
 
 
 def get_benchmark(name: str) -> Benchmark:
-    import evaluation  # noqa: F401  (registers the built-in benchmarks)
+    import genenv.evaluation  # noqa: F401  (registers the built-in benchmarks)
 
     try:
         return BENCHMARKS[name]()

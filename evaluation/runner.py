@@ -6,9 +6,9 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from evaluation.bootstrap import bootstrap_mean
-from evaluation.registry import DEFAULT_BENCHMARKS, Benchmark, Item
-from models.generation import GenerationBackend, SamplingSettings
+from genenv.evaluation.bootstrap import bootstrap_mean
+from genenv.evaluation.registry import DEFAULT_BENCHMARKS, Benchmark, Item
+from genenv.models.generation import GenerationBackend, SamplingSettings
 
 ROLE = "agent"
 __all__ = ["DEFAULT_BENCHMARKS", "ItemResult", "Summary", "run_benchmark", "summarise"]

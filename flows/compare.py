@@ -17,22 +17,22 @@ import json
 from pathlib import Path
 
 import polars as pl
+from genenv.evaluation.registry import check_item_sizes, format_item_sizes
+from genenv.evaluation.report import Comparison, Scored, comparison_report, shown_path
+from genenv.evaluation.runner import DEFAULT_BENCHMARKS
+from genenv.flows.evaluate import evaluate
+from genenv.flows.evolve import evolve
+from genenv.flows.generation import run_generation
+from genenv.tasks.fork import copy_snapshot
+from genenv.tasks.options import stage
+from genenv.tasks.runs import new_run_id, register_run
+from genenv.warehouse.checkpoints import adapter_exists
+from genenv.warehouse.store import Warehouse
 from prefect import flow
 
-from evaluation.registry import check_item_sizes, format_item_sizes
-from evaluation.report import Comparison, Scored, comparison_report, shown_path
-from evaluation.runner import DEFAULT_BENCHMARKS
-from flows.evaluate import evaluate
-from flows.evolve import evolve
-from flows.generation import run_generation
 from genenv.arms import BASE, GENERATION_ZERO, TRAIN, ArmPlan, generation_zero_differences, plan_arms
 from genenv.config import ConfigError, config_from_dict, load_config
 from genenv.errors import RerunError
-from tasks.fork import copy_snapshot
-from tasks.options import stage
-from tasks.runs import new_run_id, register_run
-from warehouse.checkpoints import adapter_exists
-from warehouse.store import Warehouse
 
 
 @stage("fork-generation-zero")

@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import uuid
 
+from genenv.evaluation.registry import check_item_sizes, get_benchmark
+from genenv.evaluation.runner import DEFAULT_BENCHMARKS
+from genenv.models.loading import EMBEDDED_MODEL
+from genenv.tasks.benchmarks import evaluate_benchmark, resolve_target
+from genenv.warehouse.schemas import now
+from genenv.warehouse.store import Warehouse
 from prefect import flow
 
-from evaluation.registry import check_item_sizes, get_benchmark
-from evaluation.runner import DEFAULT_BENCHMARKS
 from genenv.config import ConfigError
-from models.loading import EMBEDDED_MODEL
-from tasks.benchmarks import evaluate_benchmark, resolve_target
-from warehouse.schemas import now
-from warehouse.store import Warehouse
 
 
 @flow(name="genenv-evaluate")

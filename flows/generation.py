@@ -6,19 +6,19 @@ idempotent on (run, generation), so re-running this flow after a crash completes
 
 from __future__ import annotations
 
+from genenv.tasks.commit import commit
+from genenv.tasks.context import GenerationRef
+from genenv.tasks.evaluate import evaluate_heldout
+from genenv.tasks.finetune import finetune
+from genenv.tasks.generate import generate
+from genenv.tasks.rewards import rewards
+from genenv.tasks.rollout import rollout
+from genenv.tasks.seed import seed_pool
+from genenv.tasks.verify import verify
+from genenv.tasks.warm_start import warm_start
 from prefect import flow
 
 from genenv.faults import crash_point
-from tasks.commit import commit
-from tasks.context import GenerationRef
-from tasks.evaluate import evaluate_heldout
-from tasks.finetune import finetune
-from tasks.generate import generate
-from tasks.rewards import rewards
-from tasks.rollout import rollout
-from tasks.seed import seed_pool
-from tasks.verify import verify
-from tasks.warm_start import warm_start
 
 GENERATION_ZERO = (seed_pool, warm_start, evaluate_heldout)
 GENENV_GENERATION = (generate, rollout, verify, rewards, finetune, evaluate_heldout)

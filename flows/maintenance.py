@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from genenv.warehouse import maintenance
+from genenv.warehouse.schemas import TABLES
+from genenv.warehouse.store import Warehouse
 from prefect import flow, get_run_logger, task
-
-from warehouse import maintenance
-from warehouse.schemas import TABLES
-from warehouse.store import Warehouse
 
 
 @task(name="maintain-table")

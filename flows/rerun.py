@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+from genenv.flows.generation import run_generation
+from genenv.tasks.fork import fork_run
 from prefect import flow
-
-from flows.generation import run_generation
-from tasks.fork import fork_run
 
 
 @flow(name="genenv-rerun-generation")

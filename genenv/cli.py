@@ -20,7 +20,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from warehouse.store import WarehouseError
+    from genenv.warehouse.store import WarehouseError
 
     try:
         return args.handler(args)

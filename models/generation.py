@@ -7,9 +7,8 @@ from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
 import torch
+from genenv.models.policy import PolicyPair
 from transformers import GenerationConfig
-
-from models.policy import PolicyPair
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
-
-from models.policy import PolicyPair
+from genenv.models.policy import PolicyPair
 
 
 @dataclass(frozen=True)

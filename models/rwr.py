@@ -8,9 +8,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
-
-from models.generation import encode_prompt
-from models.policy import PolicyPair
+from genenv.models.generation import encode_prompt
+from genenv.models.policy import PolicyPair
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from prefect.context import FlowRunContext, TaskRunContext
 from tqdm.auto import tqdm
 
 if TYPE_CHECKING:
-    from tasks.context import GenerationRef
+    from genenv.tasks.context import GenerationRef
 
 BLOCKS = " ▏▎▍▌▋▊▉█"
 SPARKS = "▁▂▃▄▅▆▇█"

@@ -13,16 +13,16 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from evaluation.registry import Item, get_benchmark, select_items
-from evaluation.runner import ItemResult, run_benchmark, summarise
-from models.generation import BACKENDS
-from models.loading import resolve_base_model
-from models.policy import LoraSettings, PolicyPair
-from tasks.context import progress_bar
-from tasks.options import stage
-from warehouse.checkpoints import adapter_exists, fetch_adapter
-from warehouse.schemas import now
-from warehouse.store import Warehouse, WarehouseError
+from genenv.evaluation.registry import Item, get_benchmark, select_items
+from genenv.evaluation.runner import ItemResult, run_benchmark, summarise
+from genenv.models.generation import BACKENDS
+from genenv.models.loading import resolve_base_model
+from genenv.models.policy import LoraSettings, PolicyPair
+from genenv.tasks.context import progress_bar
+from genenv.tasks.options import stage
+from genenv.warehouse.checkpoints import adapter_exists, fetch_adapter
+from genenv.warehouse.schemas import now
+from genenv.warehouse.store import Warehouse, WarehouseError
 
 BASE_RUN = "base"
 

@@ -11,12 +11,11 @@ import time
 from typing import Any
 
 import polars as pl
+from genenv.tasks.artifacts import publish_generation
+from genenv.tasks.context import GenerationRef, pool_ids, stage_result
+from genenv.tasks.options import stage
+from genenv.tasks.runtime import own_checkpoints
 from prefect import get_run_logger
-
-from tasks.artifacts import publish_generation
-from tasks.context import GenerationRef, pool_ids, stage_result
-from tasks.options import stage
-from tasks.runtime import own_checkpoints
 
 
 def _mean(series: pl.Series) -> float | None:

@@ -6,12 +6,11 @@ from __future__ import annotations
 import time
 
 import polars as pl
-
-from tasks.context import GenerationRef, fresh_tasks, greedy_sampling, load_tasks, probe_set, stage_result
-from tasks.options import stage
-from tasks.rollout import answer_tasks
-from tasks.runtime import RUNTIME, own_checkpoints, reference_checkpoints
-from tasks.verify import trajectory_rows
+from genenv.tasks.context import GenerationRef, fresh_tasks, greedy_sampling, load_tasks, probe_set, stage_result
+from genenv.tasks.options import stage
+from genenv.tasks.rollout import answer_tasks
+from genenv.tasks.runtime import RUNTIME, own_checkpoints, reference_checkpoints
+from genenv.tasks.verify import trajectory_rows
 
 
 @stage("evaluate-heldout", gpu=True)

@@ -10,11 +10,10 @@ from __future__ import annotations
 import json
 import time
 
-from curriculum.pools import draw, generation_rng
-from domains.base import ValidationContext
-from genenv.faults import crash_point
-from models.generation import SamplingSettings
-from tasks.context import (
+from genenv.curriculum.pools import draw, generation_rng
+from genenv.domains.base import ValidationContext
+from genenv.models.generation import SamplingSettings
+from genenv.tasks.context import (
     GenerationRef,
     heldout_seeds,
     load_tasks,
@@ -24,9 +23,11 @@ from tasks.context import (
     subset,
     task_generation,
 )
-from tasks.options import stage
-from tasks.runtime import RUNTIME, committed_checkpoints, reference_checkpoints
-from tasks.seed import benchmark_index
+from genenv.tasks.options import stage
+from genenv.tasks.runtime import RUNTIME, committed_checkpoints, reference_checkpoints
+from genenv.tasks.seed import benchmark_index
+
+from genenv.faults import crash_point
 
 
 def recent_success_rate(ref: GenerationRef) -> float | None:

@@ -6,11 +6,10 @@ from __future__ import annotations
 import time
 
 import polars as pl
-
-from curriculum.pools import draw, generation_rng
-from domains.base import TaskInstance
-from models.generation import GenerationBackend, SamplingSettings
-from tasks.context import (
+from genenv.curriculum.pools import draw, generation_rng
+from genenv.domains.base import TaskInstance
+from genenv.models.generation import GenerationBackend, SamplingSettings
+from genenv.tasks.context import (
     GenerationRef,
     fresh_tasks,
     greedy_sampling,
@@ -21,9 +20,9 @@ from tasks.context import (
     stage_result,
     subset,
 )
-from tasks.options import stage
-from tasks.runtime import RUNTIME, committed_checkpoints, reference_checkpoints
-from tasks.staging import read_staged, write_staged
+from genenv.tasks.options import stage
+from genenv.tasks.runtime import RUNTIME, committed_checkpoints, reference_checkpoints
+from genenv.tasks.staging import read_staged, write_staged
 
 
 def answer_tasks(

@@ -7,10 +7,11 @@ import re
 import secrets
 from datetime import UTC, datetime
 
+from genenv.tasks.options import stage
+from genenv.warehouse.schemas import SCHEMA_VERSION, now
+from genenv.warehouse.store import Warehouse
+
 from genenv.config import GenEnvConfig
-from tasks.options import stage
-from warehouse.schemas import SCHEMA_VERSION, now
-from warehouse.store import Warehouse
 
 
 def new_run_id(run_name: str) -> str:

@@ -10,11 +10,11 @@ import json
 import time
 from functools import cache
 
-from curriculum.pools import is_heldout
-from domains.base import Candidate, ValidationContext
-from domains.decontamination import BenchmarkIndex
-from tasks.context import GenerationRef, stage_result
-from tasks.options import stage
+from genenv.curriculum.pools import is_heldout
+from genenv.domains.base import Candidate, ValidationContext
+from genenv.domains.decontamination import BenchmarkIndex
+from genenv.tasks.context import GenerationRef, stage_result
+from genenv.tasks.options import stage
 
 
 @cache

@@ -11,9 +11,8 @@ import os
 import uuid
 
 import polars as pl
-
-from tasks.context import GenerationRef
-from warehouse.storage import filesystem, is_remote, join, translated
+from genenv.tasks.context import GenerationRef
+from genenv.warehouse.storage import filesystem, is_remote, join, translated
 
 
 def staging_path(ref: GenerationRef, name: str) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tasks.context import GenerationRef
+from genenv.tasks.context import GenerationRef
 
 
 def training_rows(ref: GenerationRef, role: str, phase: str, records: list[dict], lr: float) -> list[dict]:

@@ -5,10 +5,9 @@ from __future__ import annotations
 import time
 
 import polars as pl
-
-from tasks.context import GenerationRef, load_tasks, stage_result
-from tasks.options import stage
-from tasks.staging import read_staged
+from genenv.tasks.context import GenerationRef, load_tasks, stage_result
+from genenv.tasks.options import stage
+from genenv.tasks.staging import read_staged
 
 
 def trajectory_rows(ref: GenerationRef, answers: pl.DataFrame) -> list[dict]:

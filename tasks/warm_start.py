@@ -10,14 +10,14 @@ from __future__ import annotations
 import random
 import time
 
-from curriculum.pools import draw, generation_rng
-from domains.base import TaskInstance
-from models.rwr import encode_example, weighted_sft
-from tasks.context import GenerationRef, load_tasks, pool_ids, progress_bar, stage_result
-from tasks.options import stage
-from tasks.runtime import RUNTIME, own_checkpoints, save_policy
-from tasks.training_log import training_rows
-from warehouse.checkpoints import adapter_exists
+from genenv.curriculum.pools import draw, generation_rng
+from genenv.domains.base import TaskInstance
+from genenv.models.rwr import encode_example, weighted_sft
+from genenv.tasks.context import GenerationRef, load_tasks, pool_ids, progress_bar, stage_result
+from genenv.tasks.options import stage
+from genenv.tasks.runtime import RUNTIME, own_checkpoints, save_policy
+from genenv.tasks.training_log import training_rows
+from genenv.warehouse.checkpoints import adapter_exists
 
 
 @stage("warm-start", gpu=True)

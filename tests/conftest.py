@@ -6,8 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
-
-from models.tiny import build_tiny_model
+from genenv.models.tiny import build_tiny_model
 
 
 @pytest.fixture(scope="session")

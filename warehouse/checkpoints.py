@@ -15,8 +15,8 @@ import shutil
 import uuid
 from pathlib import Path
 
-from warehouse.errors import WarehouseError
-from warehouse.storage import filesystem, is_remote, join, local_path, translated
+from genenv.warehouse.errors import WarehouseError
+from genenv.warehouse.storage import filesystem, is_remote, join, local_path, translated
 
 MARKER = "_PUBLISHED.json"
 

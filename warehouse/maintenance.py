@@ -12,9 +12,9 @@ import json
 import math
 from typing import Any
 
-from warehouse.schemas import GENERATION_TABLES, TABLES
-from warehouse.storage import translated
-from warehouse.store import Warehouse
+from genenv.warehouse.schemas import GENERATION_TABLES, TABLES
+from genenv.warehouse.storage import translated
+from genenv.warehouse.store import Warehouse
 
 
 def pinned_versions(warehouse: Warehouse) -> dict[str, list[int]]:

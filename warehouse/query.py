@@ -18,10 +18,9 @@ import json
 import duckdb
 import polars as pl
 from deltalake import DeltaTable
-
-from warehouse.schemas import GENERATION_TABLES, TABLES, frame, polars_schema
-from warehouse.storage import is_remote, local_path, translated
-from warehouse.store import Warehouse, WarehouseError
+from genenv.warehouse.schemas import GENERATION_TABLES, TABLES, frame, polars_schema
+from genenv.warehouse.storage import is_remote, local_path, translated
+from genenv.warehouse.store import Warehouse, WarehouseError
 
 _READ_ONLY_TYPES = {duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN}
 _OTHER_TABLES = tuple(t for t in TABLES if t not in GENERATION_TABLES and t != "generations")

@@ -16,9 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 import pyarrow as pa
-
-from warehouse.schemas import SCHEMA_VERSION, now, polars_schema
-from warehouse.store import Warehouse
+from genenv.warehouse.schemas import SCHEMA_VERSION, now, polars_schema
+from genenv.warehouse.store import Warehouse
 
 REJECT_REASONS = ("parse_error", "checker_rejects_own_answer", "duplicate", "benchmark_overlap")
 TOOLS = ("get_weather", "book_flight", "convert_currency", "search_docs", "send_email", "create_event")

@@ -1,7 +1,7 @@
 """BFCL-style function calling. Importing this package registers the "tool_call" domain."""
 
-from domains.base import Domain, register_domain
-from domains.tool_call.domain import REJECT_REASONS, ToolCallDomain
+from genenv.domains.base import Domain, register_domain
+from genenv.domains.tool_call.domain import REJECT_REASONS, ToolCallDomain
 
 __all__ = ["REJECT_REASONS", "ToolCallDomain"]
 

@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from domains.tool_call.calls import Call, ParseError, parse_calls
+from genenv.domains.tool_call.calls import Call, ParseError, parse_calls
 
 _PYTHON_TYPES: dict[str, type] = {
     "string": str,

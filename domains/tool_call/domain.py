@@ -14,12 +14,12 @@ from collections.abc import Iterable
 from importlib import resources
 from typing import Any
 
-from domains import decontamination
-from domains.base import Candidate, Messages, TaskInstance, ValidationContext, Verdict
-from domains.tool_call import grounding, prompts
-from domains.tool_call.calls import Call, ParseError, canonical_calls, format_calls, parse_calls
-from domains.tool_call.checker import check, decode, possible_answers
-from domains.tool_call.schema import schema_error
+from genenv.domains import decontamination
+from genenv.domains.base import Candidate, Messages, TaskInstance, ValidationContext, Verdict
+from genenv.domains.tool_call import grounding, prompts
+from genenv.domains.tool_call.calls import Call, ParseError, canonical_calls, format_calls, parse_calls
+from genenv.domains.tool_call.checker import check, decode, possible_answers
+from genenv.domains.tool_call.schema import schema_error
 
 PARSE_REJECT_REASONS = ("empty", "too_long", "truncated", "missing_request", "missing_answer", "unparseable_answer")
 VALIDATE_REJECT_REASONS = (
@@ -55,7 +55,7 @@ class ToolCallDomain:
     name = "tool_call"
 
     def load_seeds(self) -> list[TaskInstance]:
-        text = resources.files("domains.tool_call").joinpath("data/seeds.jsonl").read_text(encoding="utf-8")
+        text = resources.files("genenv.domains.tool_call").joinpath("data/seeds.jsonl").read_text(encoding="utf-8")
         seeds = []
         for line in text.splitlines():
             row = json.loads(line)

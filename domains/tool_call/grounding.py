@@ -16,10 +16,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from domains.tool_call import intent
-from domains.tool_call.calls import Call
-from domains.tool_call.mentions import contains, dates, numbers, times, words
-from domains.tool_call.names import names_of
+from genenv.domains.tool_call import intent
+from genenv.domains.tool_call.calls import Call
+from genenv.domains.tool_call.mentions import contains, dates, numbers, times, words
+from genenv.domains.tool_call.names import names_of
 
 REJECT_REASONS = ("ungrounded_argument", "function_mismatch", "enum_not_named")
 

@@ -14,10 +14,10 @@ from functools import cache
 from random import Random
 from typing import Any
 
-from domains.tool_call.calls import Call
-from domains.tool_call.catalog import CATALOG
-from domains.tool_call.mentions import NUMBER_WORDS, stem, without_dates_and_times, words
-from domains.tool_call.names import names_of
+from genenv.domains.tool_call.calls import Call
+from genenv.domains.tool_call.catalog import CATALOG
+from genenv.domains.tool_call.mentions import NUMBER_WORDS, stem, without_dates_and_times, words
+from genenv.domains.tool_call.names import names_of
 
 MAX_FUNCTIONS_PER_KEYWORD = 3
 KEY_LENGTH = 6

@@ -14,9 +14,9 @@ from pathlib import Path
 from random import Random
 from typing import Any
 
-from domains.tool_call.calls import Call, canonical_calls, format_calls
-from domains.tool_call.catalog import CATALOG
-from domains.tool_call.domain import normalise_question
+from genenv.domains.tool_call.calls import Call, canonical_calls, format_calls
+from genenv.domains.tool_call.catalog import CATALOG
+from genenv.domains.tool_call.domain import normalise_question
 
 SEEDS_PATH = Path(__file__).parent / "data" / "seeds.jsonl"
 RANDOM_SEED = 20251219

@@ -11,7 +11,7 @@ import datetime
 import re
 from functools import cache
 
-from domains.tool_call.catalog import MONTHS, YEAR
+from genenv.domains.tool_call.catalog import MONTHS, YEAR
 
 NUMBER_WORDS = {
     "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,

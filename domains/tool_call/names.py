@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from domains.tool_call.catalog import BASE_NAMES, FILE_KINDS, LENGTH_UNITS, TRAVEL_VERBS, WEIGHT_UNITS
+from genenv.domains.tool_call.catalog import BASE_NAMES, FILE_KINDS, LENGTH_UNITS, TRAVEL_VERBS, WEIGHT_UNITS
 
 SYNONYMS: dict[str, tuple[str, ...]] = {
     "ft": ("foot",),

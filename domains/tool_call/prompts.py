@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from domains.base import Messages
+from genenv.domains.base import Messages
 
 AGENT_SYSTEM = (
     "You are an expert in composing functions. You are given a question and a set of possible functions. "

@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     benchmarks = [name.strip() for name in args.benchmarks.split(",") if name.strip()] if args.benchmarks else None
     plans = plan_arms(arms, args.config, overrides)
     check_benchmarks(benchmarks)
-    from evaluation.registry import DEFAULT_BENCHMARKS, check_item_sizes
+    from genenv.evaluation.registry import DEFAULT_BENCHMARKS, check_item_sizes
 
     try:
         check_item_sizes(benchmarks or list(DEFAULT_BENCHMARKS), args.benchmarks_dir, items)
@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     from genenv.environment import prepare_environment
 
     prepare_environment(plans[0].config.data_dir)
-    from flows.compare import compare
+    from genenv.flows.compare import compare
 
     report = compare(
         arms,
@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def parse_items(text: str | None) -> dict[str, int] | None:
-    from evaluation.registry import parse_item_sizes
+    from genenv.evaluation.registry import parse_item_sizes
 
     try:
         return parse_item_sizes(text) or None
@@ -79,8 +79,8 @@ def parse_items(text: str | None) -> dict[str, int] | None:
 
 
 def check_benchmarks(names: list[str] | None) -> None:
-    import evaluation  # noqa: F401  (registers the built-in benchmarks)
-    from evaluation.registry import BENCHMARKS
+    import genenv.evaluation  # noqa: F401  (registers the built-in benchmarks)
+    from genenv.evaluation.registry import BENCHMARKS
 
     unknown = [name for name in names or [] if name not in BENCHMARKS]
     if names is not None and (not names or unknown):

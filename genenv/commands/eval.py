@@ -33,8 +33,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import evaluation  # noqa: F401  (registers the built-in benchmarks)
-    from evaluation.registry import BENCHMARKS
+    import genenv.evaluation  # noqa: F401  (registers the built-in benchmarks)
+    from genenv.evaluation.registry import BENCHMARKS
 
     names = [name.strip() for name in args.benchmarks.split(",") if name.strip()]
     unknown = [name for name in names if name not in BENCHMARKS]
@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--limit: must be >= 1 (got {args.limit})")
     if not Path(args.data).is_dir():
         raise ConfigError(f"--data: folder does not exist (got {args.data!r})")
-    from evaluation.registry import check_item_sizes, parse_item_sizes
+    from genenv.evaluation.registry import check_item_sizes, parse_item_sizes
 
     try:
         items = parse_item_sizes(args.items) or None
@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     from genenv.environment import prepare_environment
 
     prepare_environment(args.cache_dir)
-    from flows.evaluate import evaluate
+    from genenv.flows.evaluate import evaluate
 
     eval_batch = evaluate(
         model=args.model,
@@ -78,8 +78,8 @@ def run(args: argparse.Namespace) -> int:
 def print_scores(warehouse_uri: str, eval_batch: str) -> None:
     import polars as pl
 
-    from evaluation.bootstrap import METHOD
-    from warehouse.store import Warehouse
+    from genenv.evaluation.bootstrap import METHOD
+    from genenv.warehouse.store import Warehouse
 
     rows = Warehouse(warehouse_uri).read("evaluations").filter(pl.col("eval_id").str.starts_with(eval_batch + "/"))
     interval = pl.format("[{}, {}]", pl.col("ci_low").round(4), pl.col("ci_high").round(4)).alias("95% interval")

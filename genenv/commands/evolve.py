@@ -19,7 +19,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     config = load_config(args.config, parse_overrides(args.set))
     prepare_environment(config.data_dir)
-    from flows.evolve import evolve
+    from genenv.flows.evolve import evolve
 
     run_id = evolve(config.to_dict(), run_id=args.run_id)
     warehouse = config.resolved_warehouse_uri

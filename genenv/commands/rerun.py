@@ -19,15 +19,15 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tasks.fork import plan_fork
-    from warehouse.store import Warehouse
+    from genenv.tasks.fork import plan_fork
+    from genenv.warehouse.store import Warehouse
 
     overrides = parse_overrides(args.set)
     config = plan_fork(Warehouse(args.warehouse), args.run, args.generation, overrides)
     from genenv.environment import invoked_as, prepare_environment
 
     prepare_environment(config.data_dir)
-    from flows.rerun import rerun_generation
+    from genenv.flows.rerun import rerun_generation
 
     fork_id = rerun_generation(args.warehouse, args.run, args.generation, args.fork, overrides)
     print(f"\nRe-ran generation {args.generation} of {args.run} as run {fork_id}.")

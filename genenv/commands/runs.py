@@ -21,8 +21,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def list_runs(args: argparse.Namespace) -> int:
-    from warehouse.query import query
-    from warehouse.store import Warehouse
+    from genenv.warehouse.query import query
+    from genenv.warehouse.store import Warehouse
 
     table = query(
         Warehouse(args.warehouse),
@@ -46,7 +46,7 @@ def lineage(warehouse, run_id: str) -> list[str]:
 def show_run(args: argparse.Namespace) -> int:
     import polars as pl
 
-    from warehouse.store import Warehouse
+    from genenv.warehouse.store import Warehouse
 
     warehouse = Warehouse(args.warehouse)
     run = warehouse.run(args.run)

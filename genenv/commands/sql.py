@@ -38,8 +38,8 @@ def _format(args: argparse.Namespace) -> str:
 def run(args: argparse.Namespace) -> int:
     import polars as pl
 
-    from warehouse.query import query
-    from warehouse.store import Warehouse, WarehouseError
+    from genenv.warehouse.query import query
+    from genenv.warehouse.store import Warehouse, WarehouseError
 
     fmt = _format(args)
     if fmt == "parquet" and args.output is None:

@@ -17,12 +17,13 @@ import sys
 import time
 import urllib.request
 from collections.abc import Callable
+from importlib import resources
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
 CPU_POOL = "genenv-cpu"
 GPU_POOL = "genenv-gpu"
-GPU_TEMPLATE = REPO / "infra" / "gpu-process-job-template.json"
+GPU_TEMPLATE = resources.files("genenv.infra") / "gpu-process-job-template.json"
+"""Package data, so `genenv stack up` works from a non-editable install too."""
 PROCESSES = ("worker", "server")  # stop order: the worker first, so no run starts on a dying server
 
 
@@ -81,7 +82,6 @@ class Stack:
         with open(self.folder / f"{name}.log", "ab") as log:
             process = subprocess.Popen(
                 [sys.executable, "-m", "prefect", *args],
-                cwd=REPO,
                 env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
@@ -150,7 +150,7 @@ def configure(api_url: str, gpu_slots: int) -> None:
     from prefect.settings import PREFECT_API_URL, temporary_settings
     from prefect.workers.process import ProcessWorker
 
-    from tasks.options import GPU_TAG
+    from genenv.tasks.options import GPU_TAG
 
     pools = {
         CPU_POOL: ProcessWorker.get_default_base_job_template(),

@@ -1,8 +1,9 @@
 import json
 
+from genenv.warehouse.schemas import now
+from genenv.warehouse.store import Warehouse
+
 from genenv.cli import main
-from warehouse.schemas import now
-from warehouse.store import Warehouse
 
 
 def _filled_warehouse(root) -> Warehouse:

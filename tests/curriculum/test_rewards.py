@@ -1,10 +1,9 @@
 import math
 
 import pytest
-
-from curriculum.batches import BatchOutcome, score_batches
-from curriculum.pools import draw, generation_rng, grow_pool, is_heldout
-from curriculum.rewards import (
+from genenv.curriculum.batches import BatchOutcome, score_batches
+from genenv.curriculum.pools import draw, generation_rng, grow_pool, is_heldout
+from genenv.curriculum.rewards import (
     CurriculumParams,
     absolute_zero_reward,
     alpha_curriculum_reward,

@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from domains.decontamination import BenchmarkIndex
+from genenv.domains.decontamination import BenchmarkIndex
 
 
 @pytest.fixture(scope="session")

@@ -7,9 +7,8 @@ import time
 from pathlib import Path
 
 import pytest
-
-from domains.base import get_domain
-from domains.decontamination import BenchmarkIndex, benchmark_texts
+from genenv.domains.base import get_domain
+from genenv.domains.decontamination import BenchmarkIndex, benchmark_texts
 
 
 def test_shingles_and_exact_matches() -> None:

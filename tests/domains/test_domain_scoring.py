@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from domains.scoring import normalize_answer, token_f1
+from genenv.domains.scoring import normalize_answer, token_f1
 
 
 @pytest.mark.parametrize(

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from domains.tool_call.calls import Call, ParseError, canonical_calls, format_calls, parse_calls
+from genenv.domains.tool_call.calls import Call, ParseError, canonical_calls, format_calls, parse_calls
 
 
 @pytest.mark.parametrize(

@@ -5,11 +5,10 @@ from __future__ import annotations
 import inspect
 
 import pytest
-
-from domains.base import Candidate, Domain, TaskInstance, ValidationContext, Verdict
-from domains.decontamination import BenchmarkIndex
-from domains.tool_call import REJECT_REASONS, ToolCallDomain
-from domains.tool_call.calls import canonical_calls, parse_calls
+from genenv.domains.base import Candidate, Domain, TaskInstance, ValidationContext, Verdict
+from genenv.domains.decontamination import BenchmarkIndex
+from genenv.domains.tool_call import REJECT_REASONS, ToolCallDomain
+from genenv.domains.tool_call.calls import canonical_calls, parse_calls
 
 FUNCTIONS = [
     {

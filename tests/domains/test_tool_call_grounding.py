@@ -4,14 +4,13 @@ paraphrases are kept, and requests sampled like the seeds are never rejected."""
 from __future__ import annotations
 
 import pytest
-
-from domains.base import Candidate, TaskInstance, ValidationContext
-from domains.tool_call import ToolCallDomain
-from domains.tool_call.calls import parse_calls
-from domains.tool_call.catalog import CATALOG
-from domains.tool_call.grounding import answer_error
-from domains.tool_call.make_seeds import GROUPS, build_seeds
-from domains.tool_call.mentions import dates, numbers, times, words
+from genenv.domains.base import Candidate, TaskInstance, ValidationContext
+from genenv.domains.tool_call import ToolCallDomain
+from genenv.domains.tool_call.calls import parse_calls
+from genenv.domains.tool_call.catalog import CATALOG
+from genenv.domains.tool_call.grounding import answer_error
+from genenv.domains.tool_call.make_seeds import GROUPS, build_seeds
+from genenv.domains.tool_call.mentions import dates, numbers, times, words
 
 DOMAIN = ToolCallDomain()
 

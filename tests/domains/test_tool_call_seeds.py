@@ -8,12 +8,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
-from domains.base import ValidationContext, get_domain
-from domains.decontamination import BenchmarkIndex
-from domains.tool_call.calls import Call, parse_calls
-from domains.tool_call.make_seeds import SEEDS_PATH, build_seeds
-from domains.tool_call.schema import SCHEMA_TYPES, schema_error
+from genenv.domains.base import ValidationContext, get_domain
+from genenv.domains.decontamination import BenchmarkIndex
+from genenv.domains.tool_call.calls import Call, parse_calls
+from genenv.domains.tool_call.make_seeds import SEEDS_PATH, build_seeds
+from genenv.domains.tool_call.schema import SCHEMA_TYPES, schema_error
 
 DOMAIN = get_domain("tool_call")
 SEEDS = DOMAIN.load_seeds()

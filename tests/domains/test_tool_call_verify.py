@@ -4,11 +4,10 @@ schema, so that an answer rewarded 1.0 in training is one BFCL counts as correct
 from __future__ import annotations
 
 import pytest
-
-from domains.base import TaskInstance
-from domains.tool_call import ToolCallDomain
-from domains.tool_call.calls import parse_calls
-from domains.tool_call.checker import check, possible_answers
+from genenv.domains.base import TaskInstance
+from genenv.domains.tool_call import ToolCallDomain
+from genenv.domains.tool_call.calls import parse_calls
+from genenv.domains.tool_call.checker import check, possible_answers
 
 FUNCTIONS = [
     {

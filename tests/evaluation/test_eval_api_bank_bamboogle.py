@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from evaluation.api_bank import ApiBank, check, parse_api_call
-from evaluation.bamboogle import Bamboogle, best_f1, exact_match, extract_answer
-from evaluation.registry import Item
+from genenv.evaluation.api_bank import ApiBank, check, parse_api_call
+from genenv.evaluation.bamboogle import Bamboogle, best_f1, exact_match, extract_answer
+from genenv.evaluation.registry import Item
 
 GOLD = "API-Request: [ModifyRegistration(appointment_id='34567890', new_appointment_date='2023-03-26')]"
 

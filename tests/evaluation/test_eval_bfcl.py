@@ -7,10 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from domains.tool_call.calls import format_value
-from domains.tool_call.checker import check, decode, makes_call, standardise
-from evaluation.bfcl import Bfcl
+from genenv.domains.tool_call.calls import format_value
+from genenv.domains.tool_call.checker import check, decode, makes_call, standardise
+from genenv.evaluation.bfcl import Bfcl
 
 TABLE = json.loads((Path(__file__).parent / "bfcl_hand_checked.json").read_text(encoding="utf-8"))
 

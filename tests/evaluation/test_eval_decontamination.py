@@ -7,15 +7,15 @@ import json
 from pathlib import Path
 
 import pytest
+from genenv.domains.base import TaskInstance, ValidationContext
+from genenv.domains.decontamination import BenchmarkIndex
+from genenv.domains.tool_call import ToolCallDomain
+from genenv.tasks.context import GenerationRef
+from genenv.tasks.seed import seed_pool
+from genenv.warehouse.schemas import now
+from genenv.warehouse.store import Warehouse
 
-from domains.base import TaskInstance, ValidationContext
-from domains.decontamination import BenchmarkIndex
-from domains.tool_call import ToolCallDomain
 from genenv.config import GenEnvConfig
-from tasks.context import GenerationRef
-from tasks.seed import seed_pool
-from warehouse.schemas import now
-from warehouse.store import Warehouse
 
 
 def _benchmark_questions(benchmark_dir: Path) -> list[str]:

@@ -7,17 +7,17 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from genenv.evaluation.api_bank import ApiBank
+from genenv.evaluation.bamboogle import Bamboogle
+from genenv.evaluation.bfcl import Bfcl
+from genenv.evaluation.registry import select_items
+from genenv.flows.evaluate import evaluate
+from genenv.models.policy import LoraSettings, PolicyPair
+from genenv.warehouse.checkpoints import checkpoint_uri, publish_adapter
+from genenv.warehouse.schemas import now
+from genenv.warehouse.store import Warehouse
 
-from evaluation.api_bank import ApiBank
-from evaluation.bamboogle import Bamboogle
-from evaluation.bfcl import Bfcl
-from evaluation.registry import select_items
-from flows.evaluate import evaluate
 from genenv.cli import main
-from models.policy import LoraSettings, PolicyPair
-from warehouse.checkpoints import checkpoint_uri, publish_adapter
-from warehouse.schemas import now
-from warehouse.store import Warehouse
 
 pytestmark = pytest.mark.usefixtures("prefect_server", "short_answers")
 

@@ -7,11 +7,10 @@ import math
 from pathlib import Path
 
 import pytest
-
-from evaluation.bfcl import Bfcl
-from evaluation.bootstrap import RESAMPLES, bootstrap_mean, paired_difference
-from evaluation.registry import Item, check_item_sizes, parse_item_sizes, select_items
-from evaluation.runner import ItemResult, summarise
+from genenv.evaluation.bfcl import Bfcl
+from genenv.evaluation.bootstrap import RESAMPLES, bootstrap_mean, paired_difference
+from genenv.evaluation.registry import Item, check_item_sizes, parse_item_sizes, select_items
+from genenv.evaluation.runner import ItemResult, summarise
 
 
 def test_interval_of_two_items_by_hand() -> None:

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 import torch
-
-from models.policy import LoraSettings, PolicyPair
+from genenv.models.policy import LoraSettings, PolicyPair
 
 Snapshot = dict[str, torch.Tensor]
 

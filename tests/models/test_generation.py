@@ -1,9 +1,8 @@
 from __future__ import annotations
 
 import torch
-
-from models.generation import BACKENDS, SamplingSettings, TransformersBackend, encode_prompt
-from models.policy import PolicyPair
+from genenv.models.generation import BACKENDS, SamplingSettings, TransformersBackend, encode_prompt
+from genenv.models.policy import PolicyPair
 
 CONVERSATIONS = [[{"role": "user", "content": "What is the weather in " + "Paris " * n}] for n in (5, 1, 3, 0, 6, 2, 4)]
 GREEDY = SamplingSettings(max_new_tokens=10, temperature=0)

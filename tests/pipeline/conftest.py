@@ -1,13 +1,13 @@
 import pytest
+from genenv.warehouse.store import Warehouse
 
 from genenv.config import GenEnvConfig
-from warehouse.store import Warehouse
 
 
 @pytest.fixture(scope="session")
 def finished_run(tiny_model_dir, prefect_server, tmp_path_factory):
     """A 3-generation run (0, 1, 2) of the real flow on the tiny model, shared by the pipeline tests."""
-    from flows.evolve import evolve
+    from genenv.flows.evolve import evolve
 
     config = small_config(tiny_model_dir, tmp_path_factory.mktemp("run"))
     run_id = evolve(config.to_dict())

@@ -7,19 +7,19 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from genenv.evaluation.bfcl import Bfcl
+from genenv.evaluation.registry import select_items
+from genenv.flows.compare import models_to_score, paired_labels
+from genenv.tasks.runs import register_run
+from genenv.warehouse.checkpoints import checkpoint_uri, publish_adapter
+from genenv.warehouse.schemas import GENERATION_TABLES
+from genenv.warehouse.store import Warehouse
 from polars.testing import assert_frame_equal
 
-from evaluation.bfcl import Bfcl
-from evaluation.registry import select_items
-from flows.compare import models_to_score, paired_labels
 from genenv.arms import ARMS, BASE, GENERATION_ZERO, TRAIN, arm_overrides, generation_zero_differences, plan_arms
 from genenv.config import ConfigError, GenEnvConfig, load_config
 from genenv.errors import RerunError
-from tasks.runs import register_run
 from tests.pipeline.conftest import small_config
-from warehouse.checkpoints import checkpoint_uri, publish_adapter
-from warehouse.schemas import GENERATION_TABLES
-from warehouse.store import Warehouse
 
 pytestmark = pytest.mark.slow
 
@@ -61,7 +61,7 @@ def short_answers(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_compare_shares_generation_zero_and_scores_one_item_sample(
     tiny_model_dir, prefect_server, benchmark_dir, short_answers, tmp_path
 ):
-    from flows.compare import compare
+    from genenv.flows.compare import compare
 
     config_file = tmp_path / "arms.yaml"
     config_file.write_text(json.dumps(small_config(tiny_model_dir, tmp_path).to_dict()))
@@ -136,7 +136,7 @@ def test_compare_shares_generation_zero_and_scores_one_item_sample(
 
 
 def test_fork_of_generation_zero_is_checked_and_idempotent(tmp_path):
-    from flows.compare import fork_generation_zero
+    from genenv.flows.compare import fork_generation_zero
 
     uri = str(tmp_path / "warehouse")
     warehouse = Warehouse(uri)

@@ -6,9 +6,8 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-
-from tasks.context import run_config
-from warehouse.query import query
+from genenv.tasks.context import run_config
+from genenv.warehouse.query import query
 
 pytestmark = pytest.mark.slow
 
@@ -28,7 +27,7 @@ def test_every_generation_is_committed_with_its_snapshot(finished_run):
 
 def test_tasks_keep_every_simulator_output_with_a_reason(finished_run):
     config, run_id, warehouse = finished_run
-    from domains.tool_call.domain import REJECT_REASONS
+    from genenv.domains.tool_call.domain import REJECT_REASONS
 
     tasks = warehouse.read("tasks", run_id=run_id)
     seeds = tasks.filter(generation=0)
@@ -134,7 +133,7 @@ def test_the_update_is_measured_on_the_same_probe_tasks_before_and_after(finishe
 
 
 def test_optimizer_state_travels_with_the_trained_adapters(finished_run):
-    from models.policy import OPTIMIZER_FILE
+    from genenv.models.policy import OPTIMIZER_FILE
 
     config, run_id, warehouse = finished_run
     training = warehouse.read("training", run_id=run_id)
@@ -154,7 +153,7 @@ def test_sql_answers_one_row_per_committed_generation(finished_run):
 
 
 def test_rerunning_the_flow_resumes_without_duplicating(finished_run):
-    from flows.evolve import evolve
+    from genenv.flows.evolve import evolve
 
     config, run_id, warehouse = finished_run
     before = {t: warehouse.version(t) for t in ("tasks", "pool", "trajectories", "batches", "training", "generations")}

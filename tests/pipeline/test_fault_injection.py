@@ -11,10 +11,9 @@ import polars as pl
 import pytest
 import yaml
 from deltalake import DeltaTable
+from genenv.warehouse.schemas import GENERATION_TABLES
+from genenv.warehouse.store import Warehouse
 from polars.testing import assert_frame_equal
-
-from warehouse.schemas import GENERATION_TABLES
-from warehouse.store import Warehouse
 
 pytestmark = pytest.mark.slow
 

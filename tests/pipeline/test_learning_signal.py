@@ -5,14 +5,14 @@ import json
 
 import polars as pl
 import pytest
+from genenv.tasks.context import GenerationRef
+from genenv.tasks.generate import recent_success_rate
+from genenv.tasks.runs import register_run
+from genenv.tasks.runtime import reference_checkpoints
+from genenv.tasks.seed import seed_pool
+from genenv.warehouse.store import Warehouse
 
 from genenv.config import GenEnvConfig
-from tasks.context import GenerationRef
-from tasks.generate import recent_success_rate
-from tasks.runs import register_run
-from tasks.runtime import reference_checkpoints
-from tasks.seed import seed_pool
-from warehouse.store import Warehouse
 
 
 def _run(tmp_path, **settings) -> GenerationRef:

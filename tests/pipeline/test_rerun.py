@@ -6,14 +6,14 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from genenv.tasks.fork import plan_fork
+from genenv.tasks.runs import register_run
+from genenv.warehouse.schemas import GENERATION_TABLES, TABLES
+from genenv.warehouse.store import Warehouse
 from polars.testing import assert_frame_equal
 
 from genenv.config import ConfigError
 from genenv.errors import RerunError
-from tasks.fork import plan_fork
-from tasks.runs import register_run
-from warehouse.schemas import GENERATION_TABLES, TABLES
-from warehouse.store import Warehouse
 
 pytestmark = pytest.mark.slow
 
@@ -35,7 +35,7 @@ def parent_tables(warehouse: Warehouse, run_id: str) -> dict[str, pl.DataFrame]:
 
 
 def test_rerun_of_generation_2_reproduces_it_exactly(finished_run):
-    from flows.rerun import rerun_generation
+    from genenv.flows.rerun import rerun_generation
 
     config, run_id, warehouse = finished_run
     fork_id = rerun_generation(config.resolved_warehouse_uri, run_id, 2)
@@ -52,7 +52,7 @@ def test_rerun_of_generation_2_reproduces_it_exactly(finished_run):
 
 
 def test_fork_with_another_alpha_leaves_the_parent_untouched(finished_run):
-    from flows.rerun import rerun_generation
+    from genenv.flows.rerun import rerun_generation
 
     config, run_id, warehouse = finished_run
     before = parent_tables(warehouse, run_id)

@@ -1,7 +1,7 @@
 import random
 
-from domains.base import TaskInstance
-from tasks.warm_start import sibling_pairs
+from genenv.domains.base import TaskInstance
+from genenv.tasks.warm_start import sibling_pairs
 
 
 def _task(task_id: str, family: str) -> TaskInstance:

@@ -6,8 +6,7 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-
-from infra import seaweedfs
+from genenv.infra import seaweedfs
 
 ACCESS_KEY = "genenvtest"
 SECRET_KEY = "s3cr3t-Zq8vY2pLm4"

@@ -7,11 +7,11 @@ import uuid
 from pathlib import Path
 
 import pytest
+from genenv.warehouse import synthetic
+from genenv.warehouse.query import query
+from genenv.warehouse.store import Warehouse
 
 from tests.warehouse.conftest import BUCKET
-from warehouse import synthetic
-from warehouse.query import query
-from warehouse.store import Warehouse
 
 COOKBOOK = Path(__file__).parents[2] / "docs" / "cookbook.md"
 

@@ -2,10 +2,9 @@ import json
 
 import polars as pl
 import pytest
-
-from warehouse.query import check_read_only, connect, query
-from warehouse.schemas import now
-from warehouse.store import Warehouse, WarehouseError
+from genenv.warehouse.query import check_read_only, connect, query
+from genenv.warehouse.schemas import now
+from genenv.warehouse.store import Warehouse, WarehouseError
 
 
 def _run_row(run_id: str) -> dict:
@@ -136,9 +135,8 @@ def test_empty_warehouse_answers_with_empty_views(root_uri):
 def test_a_table_written_before_a_column_was_added_takes_the_new_rows(root_uri):
     """Tables of an older schema stay writable: new columns are merged in and read as null for old rows."""
     from deltalake import write_deltalake
-
-    from warehouse.schemas import polars_schema
-    from warehouse.storage import storage_options, table_uri, translated
+    from genenv.warehouse.schemas import polars_schema
+    from genenv.warehouse.storage import storage_options, table_uri, translated
 
     warehouse = Warehouse(root_uri)
     row = {
