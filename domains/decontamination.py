@@ -10,6 +10,8 @@ import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from genenv.benchmark_data import FOLDER_SETS, bfcl_dir, folder_file
+
 SHINGLE_TOKENS = 8
 _TOKEN = re.compile(r"\w+")
 
@@ -46,7 +48,7 @@ class BenchmarkIndex:
         return cls(normalised, shingles)
 
     @classmethod
-    def from_dir(cls, benchmarks_dir: str | Path) -> BenchmarkIndex:
+    def from_dir(cls, benchmarks_dir: str | Path | None) -> BenchmarkIndex:
         return cls.from_texts(benchmark_texts(benchmarks_dir))
 
     def __len__(self) -> int:
@@ -59,29 +61,42 @@ class BenchmarkIndex:
         return " ".join(words) in self._texts or any(h in self._shingles for h in _shingles(words))
 
 
-def benchmark_texts(benchmarks_dir: str | Path) -> Iterator[str]:
-    """User texts of BFCL, API-Bank level-1 (dialogue user turns and expected calls) and Bamboogle questions."""
-    root = Path(benchmarks_dir)
-    bfcl_files = sorted(_required(root / "bfcl").glob("*.json"))
-    api_bank = _required(root / "api-bank" / "level-1-api.json")
-    bamboogle = _required(root / "bamboogle" / "test.jsonl")
-    for path in bfcl_files:
+NOT_ITEM_FILES = {"BFCL_v4_format_sensitivity.json"}
+"""bfcl_eval/data files that are not one item a line (that one lists item ids per category)."""
+
+
+def checked_sets(benchmarks_dir: str | Path | None) -> list[str]:
+    """The benchmark sets a decontamination against `benchmarks_dir` reads: BFCL and the folder sets present."""
+    _existing(benchmarks_dir)
+    bfcl = ["bfcl"] if bfcl_dir(benchmarks_dir) else []
+    return bfcl + [name for name in FOLDER_SETS if folder_file(benchmarks_dir, name)]
+
+
+def benchmark_texts(benchmarks_dir: str | Path | None) -> Iterator[str]:
+    """User texts of BFCL (every category), API-Bank level-1 (dialogue user turns and expected calls) and Bamboogle
+    questions, from the sets present (checked_sets): BFCL from the bfcl-eval package unless the folder has a copy."""
+    _existing(benchmarks_dir)
+    bfcl = bfcl_dir(benchmarks_dir)
+    for path in sorted(bfcl.glob("BFCL_v4_*.json")) if bfcl else []:
+        if path.name in NOT_ITEM_FILES:
+            continue
         for row in _json_lines(path):
             for turn in row["question"]:
                 yield from (m["content"] for m in turn if m.get("role") == "user")
-    for item in json.loads(api_bank.read_text(encoding="utf-8")):
+    api_bank = folder_file(benchmarks_dir, "api-bank")
+    for item in json.loads(api_bank.read_text(encoding="utf-8")) if api_bank else []:
         for line in item["input"].splitlines():
             if line.startswith("User:"):
                 yield line.removeprefix("User:").strip()
         yield item["expected_output"]
-    for row in _json_lines(bamboogle):
+    bamboogle = folder_file(benchmarks_dir, "bamboogle")
+    for row in _json_lines(bamboogle) if bamboogle else []:
         yield row["question"]
 
 
-def _required(path: Path) -> Path:
-    if not path.exists():
-        raise FileNotFoundError(f"benchmark data not found: {path}")
-    return path
+def _existing(benchmarks_dir: str | Path | None) -> None:
+    if benchmarks_dir and not Path(benchmarks_dir).is_dir():
+        raise FileNotFoundError(f"benchmark data not found: {benchmarks_dir}")
 
 
 def _json_lines(path: Path) -> Iterator[dict]:

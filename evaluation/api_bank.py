@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from genenv.benchmark_data import folder_file, missing_folder_set
 from genenv.domains.tool_call.calls import Call, ParseError, format_value, parse_calls
 from genenv.evaluation import loaders, prompts
 from genenv.evaluation.registry import Item, ItemScore, register_benchmark
@@ -62,7 +63,10 @@ class ApiBank:
     metrics = ("accuracy",)
     max_new_tokens = 64
 
-    def load(self, data_dir: Path, limit: int | None = None) -> list[Item]:
+    def missing(self, data_dir: Path | None) -> str | None:
+        return None if folder_file(data_dir, "api-bank") else missing_folder_set(data_dir, "api-bank")
+
+    def load(self, data_dir: Path | None, limit: int | None = None) -> list[Item]:
         items = []
         for index, row in enumerate(loaders.api_bank_level1(data_dir, limit)):
             messages = prompts.api_bank_messages(row["instruction"], row["input"])

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from genenv.benchmark_data import folder_file, missing_folder_set
 from genenv.domains.scoring import normalize_answer, token_f1
 from genenv.evaluation import loaders, prompts
 from genenv.evaluation.registry import Item, ItemScore, register_benchmark
@@ -34,7 +35,10 @@ class Bamboogle:
     metrics = ("exact_match", "f1")
     max_new_tokens = 32
 
-    def load(self, data_dir: Path, limit: int | None = None) -> list[Item]:
+    def missing(self, data_dir: Path | None) -> str | None:
+        return None if folder_file(data_dir, "bamboogle") else missing_folder_set(data_dir, "bamboogle")
+
+    def load(self, data_dir: Path | None, limit: int | None = None) -> list[Item]:
         rows = loaders.bamboogle(data_dir, limit)
         return [
             Item(str(row["id"]), CATEGORY, prompts.bamboogle_messages(row["question"]), row["golden_answers"])

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from genenv.benchmark_data import INSTALL_BFCL, bfcl_dir
 from genenv.domains.tool_call.checker import check
 from genenv.evaluation import loaders, prompts
 from genenv.evaluation.registry import Item, ItemScore, register_benchmark
@@ -23,7 +24,10 @@ class Bfcl:
     def __init__(self, categories: tuple[str, ...] = CATEGORIES) -> None:
         self.categories = categories
 
-    def load(self, data_dir: Path, limit: int | None = None) -> list[Item]:
+    def missing(self, data_dir: Path | None) -> str | None:
+        return None if bfcl_dir(data_dir) else f"bfcl: the bfcl-eval package is not installed; `{INSTALL_BFCL}`"
+
+    def load(self, data_dir: Path | None, limit: int | None = None) -> list[Item]:
         items = []
         for category in self.categories:
             for entry in loaders.bfcl_entries(data_dir, category, limit):

@@ -1,9 +1,11 @@
-"""Reading the benchmark folder layout of ../shared/benchmarks (or a user's copy with the same layout).
+"""Reading the benchmark files (where each comes from: genenv/benchmark_data.py).
 
-<data_dir>/bfcl/BFCL_v4_<category>.json                   one JSON object a line: id, question, function
-<data_dir>/bfcl/possible_answer/BFCL_v4_<category>.json   one a line: id, ground_truth (none for irrelevance)
-<data_dir>/api-bank/level-1-api.json                       a JSON list: instruction, input, expected_output
-<data_dir>/bamboogle/test.jsonl                            one a line: id, question, golden_answers
+<bfcl>/BFCL_v4_<category>.json                   one JSON object a line: id, question, function
+<bfcl>/possible_answer/BFCL_v4_<category>.json   one a line: id, ground_truth (none for irrelevance)
+<data_dir>/api-bank/level-1-api.json             a JSON list: instruction, input, expected_output
+<data_dir>/bamboogle/test.jsonl                  one a line: id, question, golden_answers
+
+<bfcl> is the bfcl-eval package's data folder, or <data_dir>/bfcl when the folder holds a copy.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import itertools
 import json
 from pathlib import Path
 from typing import Any
+
+from genenv.benchmark_data import require_bfcl_dir, require_folder_file
 
 
 def required(path: Path) -> Path:
@@ -26,9 +30,9 @@ def json_lines(path: Path, limit: int | None = None) -> list[dict[str, Any]]:
         return list(itertools.islice((json.loads(line) for line in lines if line.strip()), limit))
 
 
-def bfcl_entries(data_dir: Path, category: str, limit: int | None = None) -> list[dict[str, Any]]:
+def bfcl_entries(data_dir: Path | None, category: str, limit: int | None = None) -> list[dict[str, Any]]:
     """BFCL entries of one category, each with its `ground_truth` joined by id (None for irrelevance)."""
-    folder = Path(data_dir) / "bfcl"
+    folder = require_bfcl_dir(data_dir)
     entries = json_lines(folder / f"BFCL_v4_{category}.json", limit)
     answers_path = folder / "possible_answer" / f"BFCL_v4_{category}.json"
     answers = {row["id"]: row["ground_truth"] for row in json_lines(answers_path)} if answers_path.exists() else {}
@@ -41,10 +45,10 @@ def bfcl_entries(data_dir: Path, category: str, limit: int | None = None) -> lis
     return entries
 
 
-def api_bank_level1(data_dir: Path, limit: int | None = None) -> list[dict[str, Any]]:
-    items = json.loads(required(Path(data_dir) / "api-bank" / "level-1-api.json").read_text(encoding="utf-8"))
+def api_bank_level1(data_dir: Path | None, limit: int | None = None) -> list[dict[str, Any]]:
+    items = json.loads(require_folder_file(data_dir, "api-bank").read_text(encoding="utf-8"))
     return items[:limit] if limit is not None else items
 
 
-def bamboogle(data_dir: Path, limit: int | None = None) -> list[dict[str, Any]]:
-    return json_lines(Path(data_dir) / "bamboogle" / "test.jsonl", limit)
+def bamboogle(data_dir: Path | None, limit: int | None = None) -> list[dict[str, Any]]:
+    return json_lines(require_folder_file(data_dir, "bamboogle"), limit)

@@ -36,8 +36,12 @@ class Benchmark(Protocol):
     metrics: tuple[str, ...]
     max_new_tokens: int
 
-    def load(self, data_dir: Path, limit: int | None = None) -> list[Item]:
-        """Items from the benchmark's folder under `data_dir`; at most `limit` per category."""
+    def missing(self, data_dir: Path | None) -> str | None:
+        """One line saying which data is absent and where it comes from; None when the benchmark can run."""
+        ...
+
+    def load(self, data_dir: Path | None, limit: int | None = None) -> list[Item]:
+        """Items from the benchmark's data (genenv/benchmark_data.py); at most `limit` per category."""
         ...
 
     def score(self, item: Item, output: str) -> ItemScore: ...
@@ -65,6 +69,18 @@ def get_benchmark(name: str) -> Benchmark:
         return BENCHMARKS[name]()
     except KeyError:
         raise KeyError(f"unknown benchmark {name!r}; known: {sorted(BENCHMARKS)}") from None
+
+
+def present_benchmarks(names: Iterable[str], data_dir: str | Path | None) -> tuple[list[str], list[str]]:
+    """(the benchmarks whose data is present, one line for each of the others saying what to supply)."""
+    present, skipped = [], []
+    for name in names:
+        reason = get_benchmark(name).missing(Path(data_dir) if data_dir else None)
+        if reason is None:
+            present.append(name)
+        else:
+            skipped.append(f"skipping {name}: {reason}")
+    return present, skipped
 
 
 SAMPLE_SEED = 0
@@ -119,12 +135,14 @@ def format_item_sizes(sizes: Mapping[str, int]) -> str:
     return ",".join(f"{name}={size}" for name, size in sizes.items())
 
 
-def benchmark_categories(benchmarks: Iterable[str], data_dir: str | Path) -> set[str]:
+def benchmark_categories(benchmarks: Iterable[str], data_dir: str | Path | None) -> set[str]:
     """Every category the benchmarks' data holds (reads the files; loads no model)."""
-    return {item.category for name in benchmarks for item in get_benchmark(name).load(Path(data_dir))}
+    return {
+        item.category for name in benchmarks for item in get_benchmark(name).load(Path(data_dir) if data_dir else None)
+    }
 
 
-def check_item_sizes(benchmarks: list[str], data_dir: str | Path, sizes: Mapping[str, int] | None) -> None:
+def check_item_sizes(benchmarks: list[str], data_dir: str | Path | None, sizes: Mapping[str, int] | None) -> None:
     """Refuse sizes for a category none of the benchmarks has (a typo would otherwise score all its items)."""
     if not sizes:
         return

@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+
+from genenv.arms import BASE as BASE_ROLE
+from genenv.arms import TRAIN as TRAIN_ROLE
 from genenv.evaluation.bootstrap import CONFIDENCE, METHOD, paired_difference
 from genenv.evaluation.registry import SAMPLE_RULE, SAMPLE_SEED, format_item_sizes
 from genenv.warehouse.query import query
 from genenv.warehouse.store import Warehouse
-
-from genenv.arms import BASE as BASE_ROLE
-from genenv.arms import TRAIN as TRAIN_ROLE
 
 Series = dict[str, list[tuple[float, float]]]
 Ranges = dict[str, list[tuple[float, float, float]]]

@@ -17,7 +17,12 @@ import json
 from pathlib import Path
 
 import polars as pl
-from genenv.evaluation.registry import check_item_sizes, format_item_sizes
+from prefect import flow, get_run_logger
+
+from genenv.arms import BASE, GENERATION_ZERO, TRAIN, ArmPlan, generation_zero_differences, plan_arms
+from genenv.config import ConfigError, config_from_dict, load_config
+from genenv.errors import RerunError
+from genenv.evaluation.registry import check_item_sizes, format_item_sizes, present_benchmarks
 from genenv.evaluation.report import Comparison, Scored, comparison_report, shown_path
 from genenv.evaluation.runner import DEFAULT_BENCHMARKS
 from genenv.flows.evaluate import evaluate
@@ -28,11 +33,6 @@ from genenv.tasks.options import stage
 from genenv.tasks.runs import new_run_id, register_run
 from genenv.warehouse.checkpoints import adapter_exists
 from genenv.warehouse.store import Warehouse
-from prefect import flow
-
-from genenv.arms import BASE, GENERATION_ZERO, TRAIN, ArmPlan, generation_zero_differences, plan_arms
-from genenv.config import ConfigError, config_from_dict, load_config
-from genenv.errors import RerunError
 
 
 @stage("fork-generation-zero")
@@ -68,7 +68,7 @@ def command_line(
     config_file: str | None,
     overrides: dict[str, str] | None,
     benchmarks: list[str],
-    benchmarks_dir: str,
+    benchmarks_dir: str | None,
     limit: int | None,
     items: dict[str, int] | None,
     every_generation: bool,
@@ -78,7 +78,9 @@ def command_line(
     if config_file:
         parts.append(f"--config {shown_path(config_file)}")
     parts += [f"--set {name}={shown_path(value)}" for name, value in (overrides or {}).items()]
-    parts += [f"--benchmarks {','.join(benchmarks)}", f"--benchmarks-dir {shown_path(benchmarks_dir)}"]
+    parts.append(f"--benchmarks {','.join(benchmarks)}")
+    if benchmarks_dir:
+        parts.append(f"--benchmarks-dir {shown_path(benchmarks_dir)}")
     if items:
         parts.append(f"--items {format_item_sizes(items)}")
     if limit is not None:
@@ -135,7 +137,7 @@ def compare(
     config_file: str | None = None,
     overrides: dict[str, str] | None = None,
     benchmarks: list[str] | None = None,
-    benchmarks_dir: str = "../shared/benchmarks",
+    benchmarks_dir: str | None = None,
     limit: int | None = None,
     report: str = "data/reports/compare.html",
     items: dict[str, int] | None = None,
@@ -145,10 +147,15 @@ def compare(
 
     Items per benchmark category: `items[category]` (0 leaves it out), else `limit`, else all; the same items for
     every model. Scored: generation 0, each training arm's last generation (every generation with
-    `every_generation`), and base when it is an arm.
+    `every_generation`), and base when it is an arm. A benchmark whose data is absent is skipped with a warning
+    before any arm runs (`benchmarks_dir`: genenv/benchmark_data.py).
     """
     plans = plan_arms(arms, config_file, overrides)
-    names = list(benchmarks or DEFAULT_BENCHMARKS)
+    names, skipped = present_benchmarks(benchmarks or DEFAULT_BENCHMARKS, benchmarks_dir)
+    for line in skipped:
+        get_run_logger().warning(line)
+    if not names:
+        raise ConfigError("no benchmark to score: " + "; ".join(skipped))
     try:
         check_item_sizes(names, benchmarks_dir, items)
     except ValueError as exc:

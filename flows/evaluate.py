@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import uuid
 
-from genenv.evaluation.registry import check_item_sizes, get_benchmark
+from prefect import flow, get_run_logger
+
+from genenv.config import ConfigError
+from genenv.evaluation.registry import check_item_sizes, present_benchmarks
 from genenv.evaluation.runner import DEFAULT_BENCHMARKS
 from genenv.models.loading import EMBEDDED_MODEL
 from genenv.tasks.benchmarks import evaluate_benchmark, resolve_target
 from genenv.warehouse.schemas import now
 from genenv.warehouse.store import Warehouse
-from prefect import flow
-
-from genenv.config import ConfigError
 
 
 @flow(name="genenv-evaluate")
@@ -24,7 +24,7 @@ def evaluate(
     run_id: str | None = None,
     generation: int | None = None,
     benchmarks: list[str] | None = None,
-    data_dir: str = "../shared/benchmarks",
+    data_dir: str | None = None,
     limit: int | None = None,
     warehouse_uri: str = "data/warehouse",
     cache_dir: str = "data",
@@ -37,11 +37,14 @@ def evaluate(
     With `run_id`, the run's agent adapter at `generation` (default: its last committed one) is scored on the run's
     base model and `model` is ignored. Items per category: `items[category]` (0 leaves it out), else `limit`, else
     all, always the same ones for a given size (evaluation.registry.select_items). `precision` defaults to the
-    run's (float32 for a base model).
+    run's (float32 for a base model). `data_dir` holds the benchmarks not published as packages (API-Bank,
+    Bamboogle; genenv/benchmark_data.py): a benchmark whose data is absent is skipped with a warning.
     """
-    names = list(benchmarks or DEFAULT_BENCHMARKS)
-    for name in names:
-        get_benchmark(name)
+    names, skipped = present_benchmarks(benchmarks or DEFAULT_BENCHMARKS, data_dir)
+    for line in skipped:
+        get_run_logger().warning(line)
+    if not names:
+        raise ConfigError("no benchmark to score: " + "; ".join(skipped))
     try:
         check_item_sizes(names, data_dir, items)
     except ValueError as exc:

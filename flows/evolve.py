@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from genenv.flows.generation import run_generation
-from genenv.tasks.runs import start_run
-from genenv.warehouse.store import Warehouse
 from prefect import flow
 
 from genenv.config import config_from_dict, load_config
+from genenv.flows.generation import run_generation
+from genenv.tasks.runs import start_run
+from genenv.warehouse.store import Warehouse
 
 
 @flow(name="genenv-evolve")

@@ -6,6 +6,9 @@ idempotent on (run, generation), so re-running this flow after a crash completes
 
 from __future__ import annotations
 
+from prefect import flow
+
+from genenv.faults import crash_point
 from genenv.tasks.commit import commit
 from genenv.tasks.context import GenerationRef
 from genenv.tasks.evaluate import evaluate_heldout
@@ -16,9 +19,6 @@ from genenv.tasks.rollout import rollout
 from genenv.tasks.seed import seed_pool
 from genenv.tasks.verify import verify
 from genenv.tasks.warm_start import warm_start
-from prefect import flow
-
-from genenv.faults import crash_point
 
 GENERATION_ZERO = (seed_pool, warm_start, evaluate_heldout)
 GENENV_GENERATION = (generate, rollout, verify, rewards, finetune, evaluate_heldout)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from prefect import flow, get_run_logger, task
+
 from genenv.warehouse import maintenance
 from genenv.warehouse.schemas import TABLES
 from genenv.warehouse.store import Warehouse
-from prefect import flow, get_run_logger, task
 
 
 @task(name="maintain-table")

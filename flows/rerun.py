@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from prefect import flow
+
 from genenv.flows.generation import run_generation
 from genenv.tasks.fork import fork_run
-from prefect import flow
 
 
 @flow(name="genenv-rerun-generation")

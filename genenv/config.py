@@ -33,7 +33,9 @@ class GenEnvConfig:
     data_dir: str = _f("data", "Project data folder: model cache, checkpoints, HF/Prefect homes.")
     warehouse_uri: str = _f("", "Root of the Delta tables; empty means <data_dir>/warehouse.")
     benchmarks_dir: str = _f(
-        "", "Evaluation data to decontaminate against (see shared/benchmarks); empty means no check."
+        "",
+        "Folder holding API-Bank and Bamboogle (genenv/benchmark_data.py); BFCL comes from the bfcl-eval package. "
+        "Tasks are decontaminated against every set present; empty: BFCL only.",
     )
     # --- models ---
     model: str = _f(

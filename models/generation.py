@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
 import torch
-from genenv.models.policy import PolicyPair
 from transformers import GenerationConfig
+
+from genenv.models.policy import PolicyPair
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from genenv.models.loading import make_readable
 from peft import LoraConfig, PeftModel, get_peft_model
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenizerBase
+
+from genenv.models.loading import make_readable
 
 ROLES = ("agent", "simulator")
 PRECISIONS = ("float32", "bfloat16")

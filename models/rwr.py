@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
+
 from genenv.models.generation import encode_prompt
 from genenv.models.policy import PolicyPair
 

@@ -69,10 +69,10 @@ def _policy(base: str, agent_checkpoint: str | None, precision: str) -> PolicyPa
 
 
 def benchmark_items(
-    benchmark: str, data_dir: str | Path, sizes: dict[str, int] | None = None, limit: int | None = None
+    benchmark: str, data_dir: str | Path | None, sizes: dict[str, int] | None = None, limit: int | None = None
 ) -> list[Item]:
     """The fixed sample of a benchmark's items every model is scored on (evaluation.registry.select_items)."""
-    return select_items(get_benchmark(benchmark).load(Path(data_dir)), sizes, limit)
+    return select_items(get_benchmark(benchmark).load(Path(data_dir) if data_dir else None), sizes, limit)
 
 
 @stage("evaluate-benchmark", gpu=True)
@@ -80,7 +80,7 @@ def evaluate_benchmark(
     target: Target,
     benchmark: str,
     eval_batch: str,
-    data_dir: str,
+    data_dir: str | None,
     limit: int | None,
     warehouse_uri: str,
     cache_dir: str,

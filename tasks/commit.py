@@ -11,11 +11,12 @@ import time
 from typing import Any
 
 import polars as pl
+from prefect import get_run_logger
+
 from genenv.tasks.artifacts import publish_generation
 from genenv.tasks.context import GenerationRef, pool_ids, stage_result
 from genenv.tasks.options import stage
 from genenv.tasks.runtime import own_checkpoints
-from prefect import get_run_logger
 
 
 def _mean(series: pl.Series) -> float | None:

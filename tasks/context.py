@@ -15,14 +15,13 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from genenv.config import GenEnvConfig, config_from_dict
 from genenv.curriculum.pools import draw, generation_rng
 from genenv.domains.base import Domain, TaskInstance, get_domain
+from genenv.faults import crash_point
 from genenv.models.generation import SamplingSettings
 from genenv.tasks.artifacts import StageProgress
 from genenv.warehouse.store import Warehouse
-
-from genenv.config import GenEnvConfig, config_from_dict
-from genenv.faults import crash_point
 
 
 @dataclass(frozen=True)

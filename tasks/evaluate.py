@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 
 import polars as pl
+
 from genenv.tasks.context import GenerationRef, fresh_tasks, greedy_sampling, load_tasks, probe_set, stage_result
 from genenv.tasks.options import stage
 from genenv.tasks.rollout import answer_tasks

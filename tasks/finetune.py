@@ -13,15 +13,15 @@ import math
 import time
 
 import polars as pl
+
 from genenv.curriculum.pools import draw, generation_rng
+from genenv.faults import crash_point
 from genenv.models.grpo import GroupSample, grpo_update
 from genenv.models.rwr import encode_example, weighted_sft
 from genenv.tasks.context import GenerationRef, load_tasks, progress_bar, stage_result
 from genenv.tasks.options import stage
 from genenv.tasks.runtime import RUNTIME, committed_checkpoints, reference_checkpoints, save_policy
 from genenv.tasks.training_log import training_rows
-
-from genenv.faults import crash_point
 
 
 def agent_groups(ref: GenerationRef) -> list[GroupSample]:

@@ -10,14 +10,14 @@ from __future__ import annotations
 import json
 
 import polars as pl
+
+from genenv.config import GenEnvConfig, config_from_dict, load_config
+from genenv.errors import RerunError
 from genenv.tasks.options import stage
 from genenv.tasks.runs import new_run_id, register_run
 from genenv.warehouse.checkpoints import adapter_exists
 from genenv.warehouse.schemas import GENERATION_TABLES
 from genenv.warehouse.store import Warehouse
-
-from genenv.config import GenEnvConfig, config_from_dict, load_config
-from genenv.errors import RerunError
 
 
 def plan_fork(

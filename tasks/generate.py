@@ -12,6 +12,7 @@ import time
 
 from genenv.curriculum.pools import draw, generation_rng
 from genenv.domains.base import ValidationContext
+from genenv.faults import crash_point
 from genenv.models.generation import SamplingSettings
 from genenv.tasks.context import (
     GenerationRef,
@@ -26,8 +27,6 @@ from genenv.tasks.context import (
 from genenv.tasks.options import stage
 from genenv.tasks.runtime import RUNTIME, committed_checkpoints, reference_checkpoints
 from genenv.tasks.seed import benchmark_index
-
-from genenv.faults import crash_point
 
 
 def recent_success_rate(ref: GenerationRef) -> float | None:

@@ -10,13 +10,13 @@ import time
 from collections.abc import Iterable
 
 import polars as pl
+
 from genenv.curriculum.batches import BatchOutcome, score_batches
 from genenv.curriculum.pools import grow_pool
 from genenv.curriculum.rewards import CurriculumParams
+from genenv.faults import crash_point
 from genenv.tasks.context import GenerationRef, pool_ids, stage_result, task_generation
 from genenv.tasks.options import stage
-
-from genenv.faults import crash_point
 
 
 def new_members(ref: GenerationRef, pool: str, candidates: Iterable[str]) -> list[str]:

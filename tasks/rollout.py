@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 
 import polars as pl
+
 from genenv.curriculum.pools import draw, generation_rng
 from genenv.domains.base import TaskInstance
 from genenv.models.generation import GenerationBackend, SamplingSettings

@@ -7,11 +7,10 @@ import re
 import secrets
 from datetime import UTC, datetime
 
+from genenv.config import GenEnvConfig
 from genenv.tasks.options import stage
 from genenv.warehouse.schemas import SCHEMA_VERSION, now
 from genenv.warehouse.store import Warehouse
-
-from genenv.config import GenEnvConfig
 
 
 def new_run_id(run_name: str) -> str:

@@ -10,13 +10,12 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+from genenv.config import GenEnvConfig
 from genenv.models.generation import BACKENDS, GenerationBackend
 from genenv.models.loading import resolve_base_model
 from genenv.models.policy import ROLES, LoraSettings, PolicyPair
 from genenv.tasks.context import GenerationRef
 from genenv.warehouse.checkpoints import checkpoint_uri, fetch_adapter, publish_adapter
-
-from genenv.config import GenEnvConfig
 
 Checkpoints = tuple[str | None, str | None]
 """(agent, simulator) adapter folders; None = a fresh adapter (or, for a KL reference, the base model)."""

@@ -7,19 +7,42 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import time
 from functools import cache
 
+from prefect import get_run_logger
+from prefect.exceptions import MissingContextError
+
+from genenv.benchmark_data import FOLDER_SETS, INSTALL_BFCL, missing_folder_set
 from genenv.curriculum.pools import is_heldout
 from genenv.domains.base import Candidate, ValidationContext
-from genenv.domains.decontamination import BenchmarkIndex
+from genenv.domains.decontamination import BenchmarkIndex, checked_sets
 from genenv.tasks.context import GenerationRef, stage_result
 from genenv.tasks.options import stage
 
 
 @cache
 def benchmark_index(benchmarks_dir: str) -> BenchmarkIndex:
-    return BenchmarkIndex.from_dir(benchmarks_dir) if benchmarks_dir else BenchmarkIndex.empty()
+    """Every benchmark set present (BFCL from the bfcl-eval package; API-Bank, Bamboogle from the folder)."""
+    return BenchmarkIndex.from_dir(benchmarks_dir or None)
+
+
+def _logger() -> logging.Logger | logging.LoggerAdapter:
+    """The run's logger inside a flow (so the UI shows the line), the module's when the stage is called bare."""
+    try:
+        return get_run_logger()
+    except MissingContextError:
+        return logging.getLogger(__name__)
+
+
+def log_decontamination(benchmarks_dir: str) -> None:
+    checked = checked_sets(benchmarks_dir or None)
+    missing = [missing_folder_set(benchmarks_dir, name) for name in FOLDER_SETS if name not in checked]
+    line = f"decontaminating against: {', '.join(checked) or 'nothing'}"
+    if "bfcl" not in checked:
+        missing.insert(0, f"bfcl: not installed (`{INSTALL_BFCL}`)")
+    _logger().info(line + "".join(f"; not checked, {reason}" for reason in missing))
 
 
 @stage("seed-pool")
@@ -29,6 +52,7 @@ def seed_pool(ref: GenerationRef) -> dict:
     if warehouse.has_rows("tasks", ref.run_id, ref.generation):
         return stage_result(ref, "seed", started, skipped=True)
     domain = ref.domain
+    log_decontamination(config.benchmarks_dir)
     seeds = domain.load_seeds()
     heldout_ids = {s.task_id for s in seeds if is_heldout(s.family, config.heldout_fraction)}
     benchmarks = ValidationContext(is_contaminated=benchmark_index(config.benchmarks_dir).contains)

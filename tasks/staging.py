@@ -11,6 +11,7 @@ import os
 import uuid
 
 import polars as pl
+
 from genenv.tasks.context import GenerationRef
 from genenv.warehouse.storage import filesystem, is_remote, join, translated
 

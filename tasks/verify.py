@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 import polars as pl
+
 from genenv.tasks.context import GenerationRef, load_tasks, stage_result
 from genenv.tasks.options import stage
 from genenv.tasks.staging import read_staged

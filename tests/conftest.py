@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+
 from genenv.models.tiny import build_tiny_model
 
 

@@ -18,6 +18,7 @@ import json
 import duckdb
 import polars as pl
 from deltalake import DeltaTable
+
 from genenv.warehouse.schemas import GENERATION_TABLES, TABLES, frame, polars_schema
 from genenv.warehouse.storage import is_remote, local_path, translated
 from genenv.warehouse.store import Warehouse, WarehouseError

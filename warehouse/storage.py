@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import fsspec
+
 from genenv.warehouse.errors import WarehouseError
 
 _S3_ENV = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL", "AWS_REGION")

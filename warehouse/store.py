@@ -14,6 +14,7 @@ import pandera.errors
 import polars as pl
 from deltalake import CommitProperties, DeltaTable, write_deltalake
 from deltalake.exceptions import TableNotFoundError
+
 from genenv.warehouse.errors import WarehouseError
 from genenv.warehouse.schemas import GENERATION_TABLES, PARTITIONS, SCHEMA_VERSION, TABLES, frame, now, polars_schema
 from genenv.warehouse.storage import storage_options, table_uri, translated

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 import pyarrow as pa
+
 from genenv.warehouse.schemas import SCHEMA_VERSION, now, polars_schema
 from genenv.warehouse.store import Warehouse
 

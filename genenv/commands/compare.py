@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from pathlib import Path
 
 from genenv.arms import ARMS, plan_arms
@@ -15,7 +17,12 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--config", help="YAML config shared by every arm")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override one field")
     parser.add_argument("--benchmarks", help="comma-separated benchmark names (default: all)")
-    parser.add_argument("--benchmarks-dir", default="../shared/benchmarks")
+    parser.add_argument(
+        "--benchmarks-dir",
+        default=os.environ.get("GENENV_BENCHMARKS_DIR"),
+        help="folder holding API-Bank and Bamboogle (BFCL comes from the bfcl-eval package); without it they are "
+        "skipped, saying what to supply",
+    )
     parser.add_argument(
         "--items",
         metavar="CATEGORY=N,...",
@@ -38,15 +45,20 @@ def run(args: argparse.Namespace) -> int:
     items = parse_items(args.items)
     if args.limit is not None and args.limit < 1:
         raise ConfigError(f"--limit: must be >= 1 (got {args.limit})")
-    if not Path(args.benchmarks_dir).is_dir():
+    if args.benchmarks_dir is not None and not Path(args.benchmarks_dir).is_dir():
         raise ConfigError(f"--benchmarks-dir: folder does not exist (got {args.benchmarks_dir!r})")
     benchmarks = [name.strip() for name in args.benchmarks.split(",") if name.strip()] if args.benchmarks else None
     plans = plan_arms(arms, args.config, overrides)
     check_benchmarks(benchmarks)
-    from genenv.evaluation.registry import DEFAULT_BENCHMARKS, check_item_sizes
+    from genenv.evaluation.registry import DEFAULT_BENCHMARKS, check_item_sizes, present_benchmarks
 
+    present, skipped = present_benchmarks(benchmarks or DEFAULT_BENCHMARKS, args.benchmarks_dir)
+    for line in skipped:
+        print(f"genenv compare: {line}", file=sys.stderr)
+    if not present:
+        raise ConfigError("--benchmarks: no benchmark data present (see the lines above)")
     try:
-        check_item_sizes(benchmarks or list(DEFAULT_BENCHMARKS), args.benchmarks_dir, items)
+        check_item_sizes(present, args.benchmarks_dir, items)
     except (ValueError, FileNotFoundError) as exc:
         raise ConfigError(f"--items: {exc}") from None
     from genenv.environment import prepare_environment

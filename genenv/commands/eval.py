@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 
 from genenv.config import ConfigError
-
-DEFAULT_DATA = str(Path("..") / "shared" / "benchmarks")
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -24,7 +23,12 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         metavar="CATEGORY=N,...",
         help="items per category, e.g. simple_python=200,multiple=100,parallel=0 (0 leaves it out; others: --limit)",
     )
-    parser.add_argument("--data", default=os.environ.get("GENENV_BENCHMARKS_DIR", DEFAULT_DATA), help="data folder")
+    parser.add_argument(
+        "--data",
+        default=os.environ.get("GENENV_BENCHMARKS_DIR"),
+        help="folder holding API-Bank and Bamboogle (BFCL comes from the bfcl-eval package); without it they are "
+        "skipped, saying what to supply",
+    )
     parser.add_argument("--warehouse", default=os.environ.get("GENENV_WAREHOUSE", str(Path("data") / "warehouse")))
     parser.add_argument("--cache-dir", default="data", help="project data folder (model cache, Prefect home)")
     parser.add_argument("--precision", choices=("float32", "bfloat16"), help="default: the run's, else float32")
@@ -44,10 +48,15 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("--generation: needs --run")
     if args.limit is not None and args.limit < 1:
         raise ConfigError(f"--limit: must be >= 1 (got {args.limit})")
-    if not Path(args.data).is_dir():
+    if args.data is not None and not Path(args.data).is_dir():
         raise ConfigError(f"--data: folder does not exist (got {args.data!r})")
-    from genenv.evaluation.registry import check_item_sizes, parse_item_sizes
+    from genenv.evaluation.registry import check_item_sizes, parse_item_sizes, present_benchmarks
 
+    names, skipped = present_benchmarks(names, args.data)
+    for line in skipped:
+        print(f"genenv eval: {line}", file=sys.stderr)
+    if not names:
+        raise ConfigError("--benchmarks: no benchmark data present (see the lines above)")
     try:
         items = parse_item_sizes(args.items) or None
         check_item_sizes(names, args.data, items)
@@ -63,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
         run_id=args.run,
         generation=args.generation,
         benchmarks=names,
-        data_dir=str(Path(args.data).resolve()),
+        data_dir=str(Path(args.data).resolve()) if args.data else None,
         limit=args.limit,
         warehouse_uri=args.warehouse,
         cache_dir=args.cache_dir,

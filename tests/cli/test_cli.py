@@ -1,9 +1,8 @@
 import json
 
+from genenv.cli import main
 from genenv.warehouse.schemas import now
 from genenv.warehouse.store import Warehouse
-
-from genenv.cli import main
 
 
 def _filled_warehouse(root) -> Warehouse:

@@ -1,6 +1,7 @@
 import math
 
 import pytest
+
 from genenv.curriculum.batches import BatchOutcome, score_batches
 from genenv.curriculum.pools import draw, generation_rng, grow_pool, is_heldout
 from genenv.curriculum.rewards import (

@@ -17,10 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from genenv.flows.generation import GENENV_GENERATION, GENERATION_ZERO
-from genenv.tasks.artifacts import artifact_key
-from genenv.warehouse.query import query
-from genenv.warehouse.store import Warehouse
 from prefect.client.orchestration import SyncPrefectClient, get_client
 from prefect.client.schemas.filters import (
     ArtifactFilter,
@@ -34,6 +30,11 @@ from prefect.client.schemas.filters import (
 from prefect.client.schemas.objects import FlowRun
 from prefect.settings import PREFECT_API_URL, temporary_settings
 from prefect.states import Cancelling
+
+from genenv.flows.generation import GENENV_GENERATION, GENERATION_ZERO
+from genenv.tasks.artifacts import artifact_key
+from genenv.warehouse.query import query
+from genenv.warehouse.store import Warehouse
 
 pytestmark = pytest.mark.slow
 

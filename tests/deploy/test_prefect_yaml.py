@@ -9,11 +9,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 import yaml
-from genenv.tasks.artifacts import artifact_key, bar, loss_svg, p_hat_histogram, sparkline
-from genenv.tasks.options import is_transient, retry_on_transient_io
 from prefect.states import Failed
 
 from genenv.commands.stack import CPU_POOL, GPU_POOL, GPU_TEMPLATE
+from genenv.tasks.artifacts import artifact_key, bar, loss_svg, p_hat_histogram, sparkline
+from genenv.tasks.options import is_transient, retry_on_transient_io
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOYMENTS = yaml.safe_load((REPO / "prefect.yaml").read_text())["deployments"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from genenv.domains.scoring import normalize_answer, token_f1
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from genenv.domains.tool_call.calls import Call, ParseError, canonical_calls, format_calls, parse_calls
 
 

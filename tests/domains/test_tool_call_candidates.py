@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 
 import pytest
+
 from genenv.domains.base import Candidate, Domain, TaskInstance, ValidationContext, Verdict
 from genenv.domains.decontamination import BenchmarkIndex
 from genenv.domains.tool_call import REJECT_REASONS, ToolCallDomain

@@ -4,6 +4,7 @@ paraphrases are kept, and requests sampled like the seeds are never rejected."""
 from __future__ import annotations
 
 import pytest
+
 from genenv.domains.base import Candidate, TaskInstance, ValidationContext
 from genenv.domains.tool_call import ToolCallDomain
 from genenv.domains.tool_call.calls import parse_calls

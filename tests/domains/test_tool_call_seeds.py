@@ -8,6 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+
 from genenv.domains.base import ValidationContext, get_domain
 from genenv.domains.decontamination import BenchmarkIndex
 from genenv.domains.tool_call.calls import Call, parse_calls

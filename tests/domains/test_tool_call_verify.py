@@ -4,6 +4,7 @@ schema, so that an answer rewarded 1.0 in training is one BFCL counts as correct
 from __future__ import annotations
 
 import pytest
+
 from genenv.domains.base import TaskInstance
 from genenv.domains.tool_call import ToolCallDomain
 from genenv.domains.tool_call.calls import parse_calls

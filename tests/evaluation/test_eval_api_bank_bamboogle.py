@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from genenv.evaluation.api_bank import ApiBank, check, parse_api_call
 from genenv.evaluation.bamboogle import Bamboogle, best_f1, exact_match, extract_answer
 from genenv.evaluation.registry import Item

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from genenv.domains.tool_call.calls import format_value
 from genenv.domains.tool_call.checker import check, decode, makes_call, standardise
 from genenv.evaluation.bfcl import Bfcl

@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
+
+from genenv.config import GenEnvConfig
 from genenv.domains.base import TaskInstance, ValidationContext
 from genenv.domains.decontamination import BenchmarkIndex
 from genenv.domains.tool_call import ToolCallDomain
@@ -14,8 +16,6 @@ from genenv.tasks.context import GenerationRef
 from genenv.tasks.seed import seed_pool
 from genenv.warehouse.schemas import now
 from genenv.warehouse.store import Warehouse
-
-from genenv.config import GenEnvConfig
 
 
 def _benchmark_questions(benchmark_dir: Path) -> list[str]:

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+
+from genenv.cli import main
 from genenv.evaluation.api_bank import ApiBank
 from genenv.evaluation.bamboogle import Bamboogle
 from genenv.evaluation.bfcl import Bfcl
@@ -16,8 +18,6 @@ from genenv.models.policy import LoraSettings, PolicyPair
 from genenv.warehouse.checkpoints import checkpoint_uri, publish_adapter
 from genenv.warehouse.schemas import now
 from genenv.warehouse.store import Warehouse
-
-from genenv.cli import main
 
 pytestmark = pytest.mark.usefixtures("prefect_server", "short_answers")
 

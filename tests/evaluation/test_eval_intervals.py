@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 
 import pytest
+
 from genenv.evaluation.bfcl import Bfcl
 from genenv.evaluation.bootstrap import RESAMPLES, bootstrap_mean, paired_difference
 from genenv.evaluation.registry import Item, check_item_sizes, parse_item_sizes, select_items

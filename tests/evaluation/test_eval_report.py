@@ -9,14 +9,14 @@ from pathlib import Path
 import polars as pl
 import pytest
 from deltalake import write_deltalake
+
+from genenv.config import GenEnvConfig
 from genenv.evaluation.bootstrap import paired_difference
 from genenv.evaluation.report import Chart, Comparison, Scored, comparison_report, line_chart, shown, shown_path
 from genenv.tasks.runs import register_run
 from genenv.warehouse.query import query
 from genenv.warehouse.schemas import now, polars_schema
 from genenv.warehouse.store import Warehouse
-
-from genenv.config import GenEnvConfig
 
 ABSOLUTE = re.compile(r"(?<![\w.:/~…-])/(tmp|home|work|root|Users|var|private)/")
 

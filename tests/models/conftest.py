@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import torch
+
 from genenv.models.policy import LoraSettings, PolicyPair
 
 Snapshot = dict[str, torch.Tensor]

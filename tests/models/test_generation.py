@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import torch
+
 from genenv.models.generation import BACKENDS, SamplingSettings, TransformersBackend, encode_prompt
 from genenv.models.policy import PolicyPair
 

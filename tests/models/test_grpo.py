@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 import torch
+
 from genenv.models.grpo import GroupSample, group_advantages, grpo_update, zero_spread_share
 from genenv.models.policy import LoraSettings, PolicyPair
 

@@ -5,6 +5,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from genenv.models import loading
 from genenv.models.loading import EMBEDDED_MODEL, resolve_base_model
 

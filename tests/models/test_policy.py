@@ -4,8 +4,9 @@ from pathlib import Path
 
 import pytest
 import torch
-from genenv.models.policy import ROLES, LoraSettings, PolicyPair
 from transformers import AutoModelForCausalLM
+
+from genenv.models.policy import ROLES, LoraSettings, PolicyPair
 
 PROMPTS = [[1, 40, 41, 42, 43], [1, 50, 51]]
 COMPLETIONS = [[60, 61], [62, 63, 64]]  # lengths 7 and 6: row 1 is left-padded

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 import torch
+
 from genenv.models.generation import SamplingSettings, TransformersBackend, encode_prompt
 from genenv.models.policy import LoraSettings, PolicyPair
 from genenv.models.rwr import WeightedExample, encode_example, weighted_sft

@@ -2,8 +2,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from genenv.models.tiny import build_tiny_model
 from transformers import AutoTokenizer
+
+from genenv.models.tiny import build_tiny_model
 
 
 def test_build_is_deterministic(tiny_model_dir: Path, tmp_path: Path) -> None:

@@ -1,7 +1,7 @@
 import pytest
-from genenv.warehouse.store import Warehouse
 
 from genenv.config import GenEnvConfig
+from genenv.warehouse.store import Warehouse
 
 
 @pytest.fixture(scope="session")

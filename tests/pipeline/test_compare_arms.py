@@ -7,6 +7,11 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from polars.testing import assert_frame_equal
+
+from genenv.arms import ARMS, BASE, GENERATION_ZERO, TRAIN, arm_overrides, generation_zero_differences, plan_arms
+from genenv.config import ConfigError, GenEnvConfig, load_config
+from genenv.errors import RerunError
 from genenv.evaluation.bfcl import Bfcl
 from genenv.evaluation.registry import select_items
 from genenv.flows.compare import models_to_score, paired_labels
@@ -14,11 +19,6 @@ from genenv.tasks.runs import register_run
 from genenv.warehouse.checkpoints import checkpoint_uri, publish_adapter
 from genenv.warehouse.schemas import GENERATION_TABLES
 from genenv.warehouse.store import Warehouse
-from polars.testing import assert_frame_equal
-
-from genenv.arms import ARMS, BASE, GENERATION_ZERO, TRAIN, arm_overrides, generation_zero_differences, plan_arms
-from genenv.config import ConfigError, GenEnvConfig, load_config
-from genenv.errors import RerunError
 from tests.pipeline.conftest import small_config
 
 pytestmark = pytest.mark.slow

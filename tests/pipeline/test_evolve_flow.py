@@ -6,6 +6,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+
 from genenv.tasks.context import run_config
 from genenv.warehouse.query import query
 

@@ -11,9 +11,10 @@ import polars as pl
 import pytest
 import yaml
 from deltalake import DeltaTable
+from polars.testing import assert_frame_equal
+
 from genenv.warehouse.schemas import GENERATION_TABLES
 from genenv.warehouse.store import Warehouse
-from polars.testing import assert_frame_equal
 
 pytestmark = pytest.mark.slow
 

@@ -5,14 +5,14 @@ import json
 
 import polars as pl
 import pytest
+
+from genenv.config import GenEnvConfig
 from genenv.tasks.context import GenerationRef
 from genenv.tasks.generate import recent_success_rate
 from genenv.tasks.runs import register_run
 from genenv.tasks.runtime import reference_checkpoints
 from genenv.tasks.seed import seed_pool
 from genenv.warehouse.store import Warehouse
-
-from genenv.config import GenEnvConfig
 
 
 def _run(tmp_path, **settings) -> GenerationRef:

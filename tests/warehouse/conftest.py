@@ -6,6 +6,7 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
+
 from genenv.infra import seaweedfs
 
 ACCESS_KEY = "genenvtest"

@@ -7,10 +7,10 @@ import uuid
 from pathlib import Path
 
 import pytest
+
 from genenv.warehouse import synthetic
 from genenv.warehouse.query import query
 from genenv.warehouse.store import Warehouse
-
 from tests.warehouse.conftest import BUCKET
 
 COOKBOOK = Path(__file__).parents[2] / "docs" / "cookbook.md"

@@ -7,14 +7,14 @@ import uuid
 
 import polars as pl
 import pytest
+
+from genenv.cli import main
 from genenv.tasks.context import GenerationRef
 from genenv.tasks.staging import read_staged, staging_path, write_staged
 from genenv.warehouse import synthetic
 from genenv.warehouse.checkpoints import adapter_exists, checkpoint_uri, fetch_adapter, publish_adapter
 from genenv.warehouse.query import query
 from genenv.warehouse.store import Warehouse, WarehouseError
-
-from genenv.cli import main
 from tests.warehouse.conftest import BUCKET, SECRET_KEY
 
 SHAPE = synthetic.Shape(seeds=5, variations=2, k=2, pool_samples=2, prompt_tokens=4, text_chars=8)
@@ -45,9 +45,8 @@ def test_the_secret_is_never_stored(s3_env, tmp_path):
     main(["sql", "SELECT 1", "--warehouse", root])  # the CLI path too
     warehouse = Warehouse(root)
     synthetic.fill(warehouse, "r", 2, SHAPE)
-    from genenv.tasks.runs import start_run
-
     from genenv.config import GenEnvConfig
+    from genenv.tasks.runs import start_run
 
     start_run.fn(GenEnvConfig(warehouse_uri=root, data_dir=str(tmp_path)))
     for table in ("runs", "generations", "tasks", "pool", "trajectories", "batches", "training", "evaluations"):

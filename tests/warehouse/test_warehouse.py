@@ -2,6 +2,7 @@ import json
 
 import polars as pl
 import pytest
+
 from genenv.warehouse.query import check_read_only, connect, query
 from genenv.warehouse.schemas import now
 from genenv.warehouse.store import Warehouse, WarehouseError
@@ -135,6 +136,7 @@ def test_empty_warehouse_answers_with_empty_views(root_uri):
 def test_a_table_written_before_a_column_was_added_takes_the_new_rows(root_uri):
     """Tables of an older schema stay writable: new columns are merged in and read as null for old rows."""
     from deltalake import write_deltalake
+
     from genenv.warehouse.schemas import polars_schema
     from genenv.warehouse.storage import storage_options, table_uri, translated
 
