@@ -112,7 +112,7 @@ def test_a_call_on_an_irrelevance_item_scores_zero(bfcl_items) -> None:
     function = item.reference["functions"][0]
     call = f"[{function['name']}({', '.join(f'{p}=1' for p in function['parameters']['required'])})]"
     score = Bfcl().score(item, call)
-    assert score.scores["accuracy"] == 0.0 and score.error == "irrelevance:contains_call"
+    assert score.scores["accuracy"] == 0.0 and score.error == "irrelevance_error:decoder_success"
 
 
 def test_decoder_never_executes_model_text(tmp_path: Path) -> None:
