@@ -23,9 +23,10 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from genenv.warehouse import schemas, synthetic  # noqa: E402
+from genenv.warehouse import schemas  # noqa: E402
 from genenv.warehouse.query import query  # noqa: E402
 from genenv.warehouse.store import Warehouse  # noqa: E402
+from tests.support import synthetic_warehouse as synthetic  # noqa: E402
 
 COOKBOOK = Path(__file__).resolve().parents[1] / "docs" / "cookbook.md"
 SHAPE = synthetic.Shape(seeds=1000, variations=8, k=8, pool_samples=2000, prompt_tokens=64, text_chars=160)

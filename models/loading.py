@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import importlib.util
-import shutil
-import tempfile
 from pathlib import Path
+
+from genenv.atomic import atomic_path
 
 EMBEDDED_MODEL = "embedded:smollm2-135m-instruct"
 _EMBEDDED_ALIASES = (EMBEDDED_MODEL, "embedded")
@@ -39,35 +39,27 @@ def _embedded_gguf() -> Path:
 
 
 def _convert_embedded(target: Path) -> Path:
-    """Dequantise the GGUF to safetensors once; a temp sibling + rename keeps half-written folders invisible."""
+    """Dequantise the GGUF to safetensors once; a staging sibling + rename keeps half-written folders invisible,
+    and a concurrent conversion that finished first is kept."""
     if (target / "config.json").is_file():
         return target
     gguf = _embedded_gguf()
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
-    try:
+    with atomic_path(target, replace=False) as staging:
         tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
         model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
         model.hf_quantizer = None
         if hasattr(model.config, "quantization_config"):
             del model.config.quantization_config
-        model.save_pretrained(tmp)
-        tokenizer.save_pretrained(tmp)
-        make_readable(tmp)
-        try:
-            tmp.rename(target)
-        except OSError:
-            if not (target / "config.json").is_file():
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        model.save_pretrained(staging)
+        tokenizer.save_pretrained(staging)
+        make_readable(staging)
     return target
 
 
 def make_readable(folder: Path) -> None:
-    """mkdtemp creates a private folder; the cached model is shared with other users and workers."""
+    """Whatever the writer's umask: the cached model and the adapters are shared with other users and workers."""
     folder.chmod(0o755)
     for path in folder.iterdir():
         path.chmod(0o644)

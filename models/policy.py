@@ -6,7 +6,6 @@ penalty, and its AdamW state, which lives in the adapter folder so training resu
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -17,6 +16,7 @@ import torch
 from peft import LoraConfig, PeftModel, get_peft_model
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenizerBase
 
+from genenv.atomic import atomic_path
 from genenv.models.loading import make_readable
 
 ROLES = ("agent", "simulator")
@@ -117,20 +117,12 @@ class PolicyPair:
         readers never see a partial adapter. References are never saved: they are someone else's checkpoint."""
         _check_role(role)
         folder = Path(folder)
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
-        try:
-            self.model.save_pretrained(staging, selected_adapters=[role])
-            saved = staging / role
+        with atomic_path(folder) as staging, tempfile.TemporaryDirectory(prefix=".", dir=folder.parent) as scratch:
+            self.model.save_pretrained(scratch, selected_adapters=[role])  # PEFT writes it to <scratch>/<role>
+            (Path(scratch) / role).rename(staging)
             if role in self.optimizer_states:
-                torch.save(self.optimizer_states[role], saved / OPTIMIZER_FILE)
-            make_readable(saved)
-            if folder.exists():
-                old = staging / "previous"
-                folder.rename(old)
-            saved.rename(folder)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
+                torch.save(self.optimizer_states[role], staging / OPTIMIZER_FILE)
+            make_readable(staging)
 
     def autocast(self) -> torch.autocast:
         """Forward passes in bfloat16 when asked (about 2x faster on CPUs with bf16 units); weights stay fp32."""

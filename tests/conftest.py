@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from genenv.models.tiny import build_tiny_model
+from tests.support.tiny_model import build_tiny_model
 
 
 @pytest.fixture(scope="session")

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import uuid
 from pathlib import Path
 
+from genenv.atomic import atomic_path
 from genenv.warehouse.errors import WarehouseError
 from genenv.warehouse.storage import filesystem, is_remote, join, local_path, translated
 
@@ -38,13 +38,9 @@ def publish_adapter(local_folder: Path, uri: str) -> None:
         raise WarehouseError(f"no adapter folder at {local_folder}")
     marker = _marker(local_folder)
     if not is_remote(uri):
-        target = local_path(uri)
-        staging = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.partial")
-        shutil.copytree(local_folder, staging)
-        (staging / MARKER).write_text(marker)
-        if target.exists():
-            shutil.rmtree(target)
-        os.replace(staging, target)
+        with atomic_path(local_path(uri)) as staging:
+            shutil.copytree(local_folder, staging)
+            (staging / MARKER).write_text(marker)
         return
     fs, path = filesystem(uri)
     with translated(uri):
@@ -78,12 +74,10 @@ def fetch_adapter(uri: str, cache_dir: Path) -> Path:
         target = Path(cache_dir) / hashlib.sha256(uri.encode()).hexdigest()[:16] / Path(path).name
         if (target / MARKER).exists() and (target / MARKER).read_text() == marker:
             return target
-        staging = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.partial")
-        for file in json.loads(marker)["files"]:
-            (staging / file).parent.mkdir(parents=True, exist_ok=True)
-            fs.get_file(f"{path}/{file}", str(staging / file))
-    (staging / MARKER).write_text(marker)
-    if target.exists():
-        shutil.rmtree(target)
-    os.replace(staging, target)
+        with atomic_path(target) as staging:
+            staging.mkdir()
+            for file in json.loads(marker)["files"]:
+                (staging / file).parent.mkdir(parents=True, exist_ok=True)
+                fs.get_file(f"{path}/{file}", str(staging / file))
+            (staging / MARKER).write_text(marker)
     return target

@@ -12,7 +12,6 @@ import pandera.polars as pa
 import polars as pl
 
 SCHEMA_VERSION = 1
-STAGES = ("generate", "rollout", "verify", "rewards", "finetune", "commit")
 
 
 class _Strict(pa.DataFrameModel):

@@ -106,10 +106,6 @@ class Warehouse:
     def committed(self, run_id: str) -> pl.DataFrame:
         return self.read("generations", run_id=run_id).sort("generation")
 
-    def last_committed(self, run_id: str) -> dict[str, Any] | None:
-        committed = self.committed(run_id)
-        return None if committed.is_empty() else committed.row(-1, named=True)
-
     def commit_generation(
         self,
         run_id: str,

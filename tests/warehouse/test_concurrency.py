@@ -5,9 +5,9 @@ from __future__ import annotations
 import multiprocessing
 import time
 
-from genenv.warehouse import synthetic
 from genenv.warehouse.query import query
 from genenv.warehouse.store import Warehouse
+from tests.support import synthetic_warehouse as synthetic
 
 SHAPE = synthetic.Shape(seeds=5, variations=2, k=2, pool_samples=2, prompt_tokens=4, text_chars=8)
 GENERATIONS = 20

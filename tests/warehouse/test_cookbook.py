@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from genenv.warehouse import synthetic
 from genenv.warehouse.query import query
 from genenv.warehouse.store import Warehouse
+from tests.support import synthetic_warehouse as synthetic
 from tests.warehouse.conftest import BUCKET
 
 COOKBOOK = Path(__file__).parents[2] / "docs" / "cookbook.md"

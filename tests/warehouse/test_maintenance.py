@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from genenv.warehouse import synthetic
 from genenv.warehouse.maintenance import maintain
 from genenv.warehouse.query import query
 from genenv.warehouse.store import Warehouse
+from tests.support import synthetic_warehouse as synthetic
 
 SHAPE = synthetic.Shape(seeds=5, variations=2, k=2, pool_samples=2, prompt_tokens=4, text_chars=8)
 SNAPSHOT = "SELECT * FROM trajectories ORDER BY trajectory_id"

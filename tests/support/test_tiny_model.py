@@ -4,7 +4,7 @@ from pathlib import Path
 
 from transformers import AutoTokenizer
 
-from genenv.models.tiny import build_tiny_model
+from tests.support.tiny_model import build_tiny_model
 
 
 def test_build_is_deterministic(tiny_model_dir: Path, tmp_path: Path) -> None:
