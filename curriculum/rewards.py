@@ -10,8 +10,11 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from genenv.registry import Registry
+
 GeneratorReward = Callable[[float, "CurriculumParams"], float]
-GENERATOR_REWARDS: dict[str, GeneratorReward] = {}
+GENERATOR_REWARDS: Registry[GeneratorReward] = Registry("generator reward")
+register_reward = GENERATOR_REWARDS.register
 
 
 @dataclass(frozen=True)
@@ -20,14 +23,6 @@ class CurriculumParams:
     beta: float = 2.0
     k_min: float = 0.1
     rwr_lambda: float = 1.0
-
-
-def register_reward(name: str) -> Callable[[GeneratorReward], GeneratorReward]:
-    def decorate(fn: GeneratorReward) -> GeneratorReward:
-        GENERATOR_REWARDS[name] = fn
-        return fn
-
-    return decorate
 
 
 def success_rate(solved: Sequence[float]) -> float:

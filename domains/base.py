@@ -11,6 +11,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from genenv.registry import Registry
+
 Messages = list[dict[str, str]]
 
 
@@ -97,25 +99,10 @@ class Domain(Protocol):
         ...
 
 
-DOMAINS: dict[str, Callable[[], Domain]] = {}
-
-
-def register_domain(name: str) -> Callable[[Callable[[], Domain]], Callable[[], Domain]]:
-    """Decorator: `@register_domain("tool_call")` on a Domain factory makes it selectable by config."""
-
-    def decorate(factory: Callable[[], Domain]) -> Callable[[], Domain]:
-        if name in DOMAINS:
-            raise ValueError(f"domain {name!r} is registered twice")
-        DOMAINS[name] = factory
-        return factory
-
-    return decorate
+DOMAINS: Registry[Callable[[], Domain]] = Registry("domain")
+register_domain = DOMAINS.register
+"""Decorator: `@register_domain("tool_call")` on a Domain factory makes it selectable by config."""
 
 
 def get_domain(name: str) -> Domain:
-    import genenv.domains  # noqa: F401  (registers the built-in domains)
-
-    try:
-        return DOMAINS[name]()
-    except KeyError:
-        raise KeyError(f"unknown domain {name!r}; known: {sorted(DOMAINS)}") from None
+    return DOMAINS.get(name)()

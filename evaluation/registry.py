@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from genenv.registry import Registry
+
 Messages = list[dict[str, str]]
 DEFAULT_BENCHMARKS = ("bfcl", "api_bank", "bamboogle")
 
@@ -47,28 +49,13 @@ class Benchmark(Protocol):
     def score(self, item: Item, output: str) -> ItemScore: ...
 
 
-BENCHMARKS: dict[str, Callable[[], Benchmark]] = {}
-
-
-def register_benchmark(name: str) -> Callable[[Callable[[], Benchmark]], Callable[[], Benchmark]]:
-    """Decorator: `@register_benchmark("bfcl")` on a Benchmark factory makes `genenv eval --benchmarks bfcl` work."""
-
-    def decorate(factory: Callable[[], Benchmark]) -> Callable[[], Benchmark]:
-        if name in BENCHMARKS:
-            raise ValueError(f"benchmark {name!r} is registered twice")
-        BENCHMARKS[name] = factory
-        return factory
-
-    return decorate
+BENCHMARKS: Registry[Callable[[], Benchmark]] = Registry("benchmark")
+register_benchmark = BENCHMARKS.register
+"""Decorator: `@register_benchmark("bfcl")` on a Benchmark factory makes `genenv eval --benchmarks bfcl` work."""
 
 
 def get_benchmark(name: str) -> Benchmark:
-    import genenv.evaluation  # noqa: F401  (registers the built-in benchmarks)
-
-    try:
-        return BENCHMARKS[name]()
-    except KeyError:
-        raise KeyError(f"unknown benchmark {name!r}; known: {sorted(BENCHMARKS)}") from None
+    return BENCHMARKS.get(name)()
 
 
 def present_benchmarks(names: Iterable[str], data_dir: str | Path | None) -> tuple[list[str], list[str]]:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import Protocol
 
 import torch
 from transformers import GenerationConfig
 
 from genenv.models.policy import PolicyPair
+from genenv.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -39,18 +40,9 @@ class GenerationBackend(Protocol):
     ) -> list[Completion]: ...
 
 
-BACKENDS: dict[str, Callable[..., GenerationBackend]] = {}
-_Factory = TypeVar("_Factory", bound=Callable[..., GenerationBackend])
-
-
-def register_backend(name: str) -> Callable[[_Factory], _Factory]:
-    """Register a backend factory under `name`; optional backends (vLLM) register when their module imports."""
-
-    def register(factory: _Factory) -> _Factory:
-        BACKENDS[name] = factory
-        return factory
-
-    return register
+BACKENDS: Registry[Callable[..., GenerationBackend]] = Registry("backend")
+register_backend = BACKENDS.register
+"""Decorator on a backend factory; optional backends (vLLM) register when their module imports."""
 
 
 def encode_prompt(tokenizer, conversation: list[dict[str, str]]) -> list[int]:

@@ -12,15 +12,37 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import fsspec
+from botocore.exceptions import BotoCoreError
 
 from genenv.warehouse.errors import WarehouseError
 
 _S3_ENV = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL", "AWS_REGION")
-_DENIED = re.compile(r"SignatureDoesNotMatch|InvalidAccessKeyId|AccessDenied|403 Forbidden|lacked the necessary privil")
+_DENIED = re.compile(
+    r"SignatureDoesNotMatch|InvalidAccessKeyId|AccessDenied|403 Forbidden|lacked the necessary privil"
+    r"|Unable to locate credentials"
+)
 _NO_BUCKET = re.compile(r"NoSuchBucket|bucket does not exist", re.IGNORECASE)
-_UNREACHABLE = re.compile(r"Connection refused|Could not connect|error sending request|dns error", re.IGNORECASE)
+# Checked before _UNREACHABLE: delta-rs wraps a failed DNS lookup or TLS check in "error sending request" too.
+_WRONG_ENDPOINT = re.compile(
+    r"Name or service not known|nodename nor servname|No address associated with hostname"
+    r"|not a valid URI|URL scheme is not allowed|builder error|certificate verify failed|invalid peer certificate",
+    re.IGNORECASE,
+)
+_UNREACHABLE = re.compile(
+    r"Connection refused|Connect call failed|Could not connect|error sending request|timed? ?out"
+    r"|Connection reset|connection (was )?closed|Temporary failure in name resolution",
+    re.IGNORECASE,
+)
+
+
+class StorageUnreachable(WarehouseError):
+    """The endpoint did not answer (refused, timed out, dropped the connection): the stage retry policy
+    (tasks/options.is_transient) retries it, since the same call can succeed once the endpoint is back."""
+
+    transient = True
 
 
 def is_remote(uri: str) -> bool:
@@ -82,25 +104,57 @@ def _scrub(message: str) -> str:
     return message.replace(secret, "***") if secret else message
 
 
+def _endpoint() -> str:
+    """AWS_ENDPOINT_URL for messages, without a user:password@ part."""
+    url = os.environ.get("AWS_ENDPOINT_URL")
+    if not url:
+        return "the default AWS endpoint"
+    parts = urlsplit(url)
+    return _scrub(parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl())
+
+
+def _chain(exc: BaseException) -> str:
+    """The messages of the exception and its causes: s3fs names the endpoint on top and says why underneath."""
+    messages: list[str] = []
+    link: BaseException | None = exc
+    while link is not None and len(messages) < 8:
+        messages.append(str(link))
+        link = link.__cause__ or link.__context__
+    return "\n".join(messages)
+
+
 @contextmanager
 def translated(uri: str) -> Iterator[None]:
-    """Turn storage failures (403s buried in long delta-rs/botocore messages) into one short WarehouseError."""
+    """Turn storage failures (403s buried in long delta-rs/botocore messages) into one short WarehouseError.
+
+    Only an endpoint that did not answer is retried (StorageUnreachable); refused credentials, a missing bucket or a
+    wrong endpoint URL fail at once, naming the endpoint, since a retry cannot fix them.
+    """
     try:
         yield
     except WarehouseError:
         raise
-    except (OSError, RuntimeError, ValueError) as exc:
-        message = str(exc)
-        if not is_remote(uri) and not any(p.search(message) for p in (_DENIED, _NO_BUCKET, _UNREACHABLE)):
-            raise
+    except (OSError, RuntimeError, ValueError, BotoCoreError) as exc:
+        if not is_remote(uri):
+            raise  # a local folder's own OSError says what is wrong; these messages are about S3
+        message = _chain(exc)
         bucket = uri.removeprefix("s3://").split("/")[0]
+        endpoint = _endpoint()
+        error = WarehouseError
         if isinstance(exc, PermissionError) or _DENIED.search(message):
-            reason = f"S3 refused the credentials for {uri}: check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY"
+            reason = (
+                f"S3 refused the credentials for {uri} at {endpoint}: check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY"
+            )
         elif _NO_BUCKET.search(message):
-            reason = f"S3 bucket {bucket!r} does not exist (warehouse {uri})"
+            reason = f"S3 bucket {bucket!r} does not exist at {endpoint} (warehouse {uri})"
+        elif _WRONG_ENDPOINT.search(message):
+            reason = (
+                f"S3 endpoint {endpoint} is wrong (unknown host, bad URL or TLS certificate) for {uri}: "
+                "check AWS_ENDPOINT_URL"
+            )
         elif _UNREACHABLE.search(message):
-            endpoint = os.environ.get("AWS_ENDPOINT_URL", "the default AWS endpoint")
             reason = f"cannot reach S3 at {endpoint} for {uri}: check AWS_ENDPOINT_URL"
+            error = StorageUnreachable
         else:
-            reason = f"storage error on {uri}: {_scrub(message.splitlines()[0])[:300]}"
-        raise WarehouseError(reason) from None
+            reason = f"storage error on {uri}: {_scrub((str(exc) or type(exc).__name__).splitlines()[0])[:300]}"
+        raise error(reason) from None

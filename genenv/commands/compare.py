@@ -91,9 +91,8 @@ def parse_items(text: str | None) -> dict[str, int] | None:
 
 
 def check_benchmarks(names: list[str] | None) -> None:
-    import genenv.evaluation  # noqa: F401  (registers the built-in benchmarks)
     from genenv.evaluation.registry import BENCHMARKS
 
     unknown = [name for name in names or [] if name not in BENCHMARKS]
     if names is not None and (not names or unknown):
-        raise ConfigError(f"--benchmarks: unknown {unknown or 'empty list'}; known: {sorted(BENCHMARKS)}")
+        raise ConfigError(f"--benchmarks: unknown {unknown or 'empty list'}; known: {BENCHMARKS.names()}")

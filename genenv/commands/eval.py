@@ -37,13 +37,12 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import genenv.evaluation  # noqa: F401  (registers the built-in benchmarks)
     from genenv.evaluation.registry import BENCHMARKS
 
     names = [name.strip() for name in args.benchmarks.split(",") if name.strip()]
     unknown = [name for name in names if name not in BENCHMARKS]
     if not names or unknown:
-        raise ConfigError(f"--benchmarks: unknown {unknown or 'empty list'}; known: {sorted(BENCHMARKS)}")
+        raise ConfigError(f"--benchmarks: unknown {unknown or 'empty list'}; known: {BENCHMARKS.names()}")
     if args.generation is not None and args.run is None:
         raise ConfigError("--generation: needs --run")
     if args.limit is not None and args.limit < 1:

@@ -1,0 +1,150 @@
+"""An S3 endpoint that does not answer is retried by the stage retry policy; a wrong one fails at once, saying so."""
+
+from __future__ import annotations
+
+import socket
+import socketserver
+import threading
+import uuid
+from collections.abc import Callable
+from urllib.parse import urlsplit
+
+import pytest
+from botocore.exceptions import EndpointConnectionError
+from prefect import flow
+
+from genenv.tasks import options
+from genenv.tasks.options import is_transient, stage
+from genenv.warehouse import store
+from genenv.warehouse.storage import StorageUnreachable, translated
+from genenv.warehouse.store import Warehouse, WarehouseError
+from tests.warehouse.conftest import BUCKET, SECRET_KEY
+
+
+@pytest.fixture
+def fast_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stage retries without their delays, and no delta-rs retries inside an attempt (ten, about 3 s): the
+    stage's own retries are what is under test."""
+    monkeypatch.setattr(options, "RETRY_DELAYS_SECONDS", [0] * options.RETRIES)
+    with_retries = store.storage_options
+    monkeypatch.setattr(store, "storage_options", lambda root: {**with_retries(root), "max_retries": "0"})
+
+
+def _as_a_stage(body: Callable[[], int]) -> int:
+    """Run `body` as the pipeline runs a stage: a task, with the shared retry policy, inside a flow run."""
+
+    @flow(name="unreachable-endpoint")
+    def one_stage() -> int:
+        return stage("read-tasks")(body)()
+
+    return one_stage()
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _pump(source: socket.socket, sink: socket.socket) -> None:
+    try:
+        while data := source.recv(65536):
+            sink.sendall(data)
+        sink.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass  # the other side closed first
+
+
+class _Relay(socketserver.ThreadingTCPServer):
+    """Forwards 127.0.0.1:port to the S3 server: the endpoint coming back on the address the client uses."""
+
+    allow_reuse_address = True
+    daemon_threads = True
+
+    def __init__(self, port: int, target: str) -> None:
+        upstream = urlsplit(target)
+        self.target = (upstream.hostname, upstream.port)
+        super().__init__(("127.0.0.1", port), _RelayHandler)
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+
+class _RelayHandler(socketserver.BaseRequestHandler):
+    server: _Relay
+
+    def handle(self) -> None:
+        with socket.create_connection(self.server.target) as upstream:
+            back = threading.Thread(target=_pump, args=(upstream, self.request), daemon=True)
+            back.start()
+            _pump(self.request, upstream)
+            back.join()
+
+
+def test_an_endpoint_that_comes_back_is_retried_and_the_stage_succeeds(
+    s3_env, prefect_server, fast_retries, monkeypatch
+):
+    port = _free_port()
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{port}")
+    root = f"s3://{BUCKET}/{uuid.uuid4().hex[:8]}/wh"
+    attempts: list[int] = []
+    relays: list[_Relay] = []
+
+    def read_tasks() -> int:
+        attempts.append(1)
+        if len(attempts) == 2:  # the endpoint is back for the retry
+            relays.append(_Relay(port, s3_env["AWS_ENDPOINT_URL"]))
+        return Warehouse(root).read("tasks").height
+
+    try:
+        assert _as_a_stage(read_tasks) == 0
+    finally:
+        for relay in relays:
+            relay.shutdown()
+            relay.server_close()
+    assert len(attempts) == 2
+
+
+@pytest.mark.parametrize(
+    ("setting", "attempts", "message"),
+    [
+        ("nothing-listens", options.RETRIES + 1, "cannot reach S3 at http://127.0.0.1:{port} for s3://"),
+        ("unknown-host", 1, "S3 endpoint http://no-such-host.invalid:9000 is wrong"),
+        ("wrong-secret", 1, "S3 refused the credentials for s3://.* at http://127.0.0.1:"),
+        ("no-bucket", 1, "S3 bucket 'no-such-bucket' does not exist at http://127.0.0.1:"),
+    ],
+)
+def test_a_wrong_endpoint_fails_naming_it_after_bounded_retries(
+    s3_env, prefect_server, fast_retries, monkeypatch, setting, attempts, message
+):
+    port = _free_port()
+    bucket = "no-such-bucket" if setting == "no-bucket" else BUCKET
+    if setting == "nothing-listens":
+        monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{port}")
+    elif setting == "unknown-host":
+        monkeypatch.setenv("AWS_ENDPOINT_URL", "http://no-such-host.invalid:9000")
+    elif setting == "wrong-secret":
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret-x9")
+    tried: list[int] = []
+
+    def read_tasks() -> int:
+        tried.append(1)
+        return Warehouse(f"s3://{bucket}/wh").read("tasks").height
+
+    with pytest.raises(WarehouseError, match=message.format(port=port)) as error:
+        _as_a_stage(read_tasks)
+    assert len(tried) == attempts
+    assert SECRET_KEY not in str(error.value) and "not-the-secret-x9" not in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("cause", "transient"),
+    [
+        (ConnectionRefusedError(111, "Connect call failed ('127.0.0.1', 9)"), True),
+        (socket.gaierror(-2, "Name or service not known"), False),
+    ],
+)
+def test_s3fs_connection_errors_are_told_apart_by_their_cause(s3_env, cause, transient):
+    """s3fs raises botocore's EndpointConnectionError for both; only the cause says whether a retry can help."""
+    with pytest.raises(WarehouseError) as error, translated(f"s3://{BUCKET}/wh/_staging/x.parquet"):
+        raise EndpointConnectionError(endpoint_url="http://127.0.0.1:9/x") from cause
+    assert isinstance(error.value, StorageUnreachable) is transient
+    assert is_transient(error.value) is transient
