@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator
+from functools import cache
 from pathlib import Path
 
 from genenv.benchmark_data import FOLDER_SETS, bfcl_dir, folder_file
@@ -59,6 +60,13 @@ class BenchmarkIndex:
         if not words:
             return False
         return " ".join(words) in self._texts or any(h in self._shingles for h in _shingles(words))
+
+
+@cache
+def benchmark_index(benchmarks_dir: str) -> BenchmarkIndex:
+    """Every benchmark set present (checked_sets), built once per process: seeding and every generation check
+    against it."""
+    return BenchmarkIndex.from_dir(benchmarks_dir or None)
 
 
 NOT_ITEM_FILES = {"BFCL_v4_format_sensitivity.json"}

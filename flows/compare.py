@@ -31,6 +31,7 @@ from genenv.flows.generation import run_generation
 from genenv.tasks.fork import copy_snapshot
 from genenv.tasks.options import stage
 from genenv.tasks.runs import new_run_id, register_run
+from genenv.tasks.runtime import model_runtime
 from genenv.warehouse.checkpoints import adapter_exists
 from genenv.warehouse.store import Warehouse
 
@@ -164,39 +165,42 @@ def compare(
     sharing = [plan for plan in plans if plan.role != BASE]
     warehouse_uri = plans[0].config.resolved_warehouse_uri
 
-    runs: dict[str, str] = {}
-    shared: str | None = None
-    for plan in training:
-        if shared is None:
-            shared = runs[plan.arm] = evolve(config=plan.config.to_dict())
-            continue
-        fork_id = fork_generation_zero(warehouse_uri, shared, plan.config.to_dict(), new_run_id(plan.config.run_name))
-        for generation in range(1, plan.config.generations + 1):
-            run_generation(warehouse_uri, fork_id, generation)
-        runs[plan.arm] = fork_id
-    if shared is None and sharing:
-        shared = evolve(config=sharing[0].config.to_dict())
-    for plan in sharing:
-        if plan.role == GENERATION_ZERO:
-            runs[plan.arm] = shared
+    with model_runtime():  # one set of models for every arm and every evaluation, released at the end
+        runs: dict[str, str] = {}
+        shared: str | None = None
+        for plan in training:
+            if shared is None:
+                shared = runs[plan.arm] = evolve(config=plan.config.to_dict())
+                continue
+            fork_id = fork_generation_zero(
+                warehouse_uri, shared, plan.config.to_dict(), new_run_id(plan.config.run_name)
+            )
+            for generation in range(1, plan.config.generations + 1):
+                run_generation(warehouse_uri, fork_id, generation)
+            runs[plan.arm] = fork_id
+        if shared is None and sharing:
+            shared = evolve(config=sharing[0].config.to_dict())
+        for plan in sharing:
+            if plan.role == GENERATION_ZERO:
+                runs[plan.arm] = shared
 
-    def scored(label: str, on: tuple[str, ...], arm: str | None, generation: int | None) -> Scored:
-        run_id = runs[arm] if arm is not None else None
-        model = next(plan.config.model for plan in plans if plan.arm == (arm or label))
-        batch = evaluate(
-            model=model,
-            run_id=run_id,
-            generation=generation,
-            benchmarks=names,
-            data_dir=benchmarks_dir,
-            limit=limit,
-            warehouse_uri=warehouse_uri,
-            cache_dir=plans[0].config.data_dir,
-            items=items,
-        )
-        return Scored(label, batch, run_id or "base", generation, on)
+        def scored(label: str, on: tuple[str, ...], arm: str | None, generation: int | None) -> Scored:
+            run_id = runs[arm] if arm is not None else None
+            model = next(plan.config.model for plan in plans if plan.arm == (arm or label))
+            batch = evaluate(
+                model=model,
+                run_id=run_id,
+                generation=generation,
+                benchmarks=names,
+                data_dir=benchmarks_dir,
+                limit=limit,
+                warehouse_uri=warehouse_uri,
+                cache_dir=plans[0].config.data_dir,
+                items=items,
+            )
+            return Scored(label, batch, run_id or "base", generation, on)
 
-    models = [scored(*entry) for entry in models_to_score(plans, every_generation)]
+        models = [scored(*entry) for entry in models_to_score(plans, every_generation)]
 
     comparison = Comparison(
         title="GenEnv arms compared",

@@ -14,6 +14,7 @@ from genenv.evaluation.registry import check_item_sizes, present_benchmarks
 from genenv.evaluation.runner import DEFAULT_BENCHMARKS
 from genenv.models.loading import EMBEDDED_MODEL
 from genenv.tasks.benchmarks import evaluate_benchmark, resolve_target
+from genenv.tasks.runtime import model_runtime
 from genenv.warehouse.schemas import now
 from genenv.warehouse.store import Warehouse
 
@@ -51,6 +52,7 @@ def evaluate(
         raise ConfigError(f"items: {exc}") from None
     target = resolve_target(Warehouse(warehouse_uri), model, run_id, generation, precision)
     eval_batch = f"{target.run_id}-{now():%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"
-    for name in names:
-        evaluate_benchmark(target, name, eval_batch, data_dir, limit, warehouse_uri, cache_dir, batch_size, items)
+    with model_runtime():
+        for name in names:
+            evaluate_benchmark(target, name, eval_batch, data_dir, limit, warehouse_uri, cache_dir, batch_size, items)
     return eval_batch

@@ -1,4 +1,5 @@
-"""One generation of GenEnv: generate -> rollout -> verify -> rewards -> finetune -> evaluate -> commit.
+"""One generation of GenEnv, as Algorithm 1 reads: generate -> rollout -> verify -> rewards -> finetune ->
+evaluate -> commit. Each stage hands the next a typed reference to where its data is (tasks/contract.py).
 
 Generation 0 records the seed set, warm-starts both adapters and measures the agent. Every stage is
 idempotent on (run, generation), so re-running this flow after a crash completes what is missing.
@@ -8,30 +9,42 @@ from __future__ import annotations
 
 from prefect import flow
 
-from genenv.faults import crash_point
 from genenv.tasks.commit import commit
 from genenv.tasks.context import GenerationRef
+from genenv.tasks.contract import StageOutput
 from genenv.tasks.evaluate import evaluate_heldout
 from genenv.tasks.finetune import finetune
 from genenv.tasks.generate import generate
 from genenv.tasks.rewards import rewards
 from genenv.tasks.rollout import rollout
+from genenv.tasks.runtime import model_runtime
 from genenv.tasks.seed import seed_pool
 from genenv.tasks.verify import verify
 from genenv.tasks.warm_start import warm_start
 
-GENERATION_ZERO = (seed_pool, warm_start, evaluate_heldout)
-GENENV_GENERATION = (generate, rollout, verify, rewards, finetune, evaluate_heldout)
-
 
 @flow(name="genenv-generation", flow_run_name="{run_id}-g{generation}")
 def run_generation(warehouse_uri: str, run_id: str, generation: int) -> dict:
+    """Returns the commit's counts and each stage's seconds."""
     ref = GenerationRef(warehouse_uri, run_id, generation)
-    stages = GENERATION_ZERO if generation == 0 else GENENV_GENERATION
-    seconds = {}
-    for stage in stages:
-        crash_point(f"g{generation}:before:{stage.name}")
-        result = stage(ref)
-        seconds[result["stage"]] = result["seconds"]
-    crash_point(f"g{generation}:before:commit")
-    return commit(ref, seconds)
+    with model_runtime():
+        stages = generation_zero(ref) if generation == 0 else genenv_generation(ref)
+        committed = commit(stages[-1], stages[-2], stages)
+    return {**committed.counts, "seconds": {output.stage: output.seconds for output in [*stages, committed]}}
+
+
+def generation_zero(ref: GenerationRef) -> list[StageOutput]:
+    seeds = seed_pool(ref)
+    adapters = warm_start(seeds)
+    measured = evaluate_heldout(adapters)
+    return [seeds, adapters, measured]
+
+
+def genenv_generation(ref: GenerationRef) -> list[StageOutput]:
+    tasks = generate(ref)
+    rollouts = rollout(tasks)
+    scored = verify(rollouts)
+    rewarded = rewards(scored)
+    adapters = finetune(rewarded)
+    measured = evaluate_heldout(adapters)
+    return [tasks, rollouts, scored, rewarded, adapters, measured]

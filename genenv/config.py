@@ -167,14 +167,12 @@ class GenEnvConfig:
         need(
             self.generator_reward in GENERATOR_REWARDS,
             "generator_reward",
-            f"must be one of {sorted(GENERATOR_REWARDS)}",
+            f"must be one of {GENERATOR_REWARDS.names()}",
         )
-        import genenv.domains  # noqa: F401  (fills the registry)
-
-        need(self.domain in DOMAINS, "domain", f"must be one of {sorted(DOMAINS)}")
+        need(self.domain in DOMAINS, "domain", f"must be one of {DOMAINS.names()}")
         from genenv.models.generation import BACKENDS
 
-        need(self.backend in BACKENDS, "backend", f"must be one of {sorted(BACKENDS)}")
+        need(self.backend in BACKENDS, "backend", f"must be one of {BACKENDS.names()}")
         if self.benchmarks_dir:
             need(Path(self.benchmarks_dir).is_dir(), "benchmarks_dir", "folder does not exist")
 
@@ -196,6 +194,16 @@ class GenEnvConfig:
 
 
 _NOT_SHAPING = {"run_name", "data_dir", "warehouse_uri", "benchmarks_dir"}
+
+RESUMABLE_CHANGES = frozenset({"generations"})
+"""Shaping fields a resumed run may change: asking for more generations extends it; nothing made so far differs."""
+
+
+def resume_differences(stored: GenEnvConfig, requested: GenEnvConfig) -> list[str]:
+    """'field: stored -> requested' for each shaping field a resume would change (empty: it may resume)."""
+    a, b = stored.to_dict(), requested.to_dict()
+    ignored = _NOT_SHAPING | RESUMABLE_CHANGES
+    return [f"{name}: {a[name]!r} -> {b[name]!r}" for name in sorted(a) if name not in ignored and a[name] != b[name]]
 
 
 def field_help() -> list[tuple[str, str, Any, str]]:

@@ -9,18 +9,17 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from genenv.config import GenEnvConfig
 from genenv.evaluation.registry import Item, get_benchmark, select_items
 from genenv.evaluation.runner import ItemResult, run_benchmark, summarise
-from genenv.models.generation import BACKENDS
-from genenv.models.loading import resolve_base_model
-from genenv.models.policy import LoraSettings, PolicyPair
+from genenv.models.generation import GenerationBackend
 from genenv.tasks.context import progress_bar
 from genenv.tasks.options import stage
-from genenv.warehouse.checkpoints import adapter_exists, fetch_adapter
+from genenv.tasks.runtime import current_runtime
+from genenv.warehouse.checkpoints import adapter_exists
 from genenv.warehouse.schemas import now
 from genenv.warehouse.store import Warehouse, WarehouseError
 
@@ -36,6 +35,8 @@ class Target:
     generation: int | None = None
     agent_checkpoint: str | None = None
     precision: str = "float32"
+    backend: str = "transformers"
+    """The run's generation backend (config.backend), so a run is scored the way it generates."""
 
 
 def resolve_target(
@@ -57,15 +58,21 @@ def resolve_target(
     checkpoint = row["agent_checkpoint"]
     if not adapter_exists(checkpoint):
         raise WarehouseError(f"agent adapter of run {run_id!r} generation {row['generation']} is missing: {checkpoint}")
-    run_precision = json.loads(run["config_json"]).get("precision", "float32")
-    return Target(run["model"], run_id, row["generation"], checkpoint, precision or run_precision)
+    stored = json.loads(run["config_json"])
+    precision = precision or stored.get("precision", "float32")
+    return Target(run["model"], run_id, row["generation"], checkpoint, precision, stored.get("backend", "transformers"))
 
 
-@lru_cache(maxsize=1)
-def _policy(base: str, agent_checkpoint: str | None, precision: str) -> PolicyPair:
-    """Kept across the benchmark stages of one evaluation, so the model loads once."""
-    adapters = {"agent": Path(agent_checkpoint) if agent_checkpoint else None}
-    return PolicyPair.load(Path(base), LoraSettings(), adapters=adapters, precision=precision)
+def scoring_backend(target: Target, cache_dir: str, batch_size: int) -> GenerationBackend:
+    """The target's agent from the flow's model runtime (loaded once across benchmarks and compared models)."""
+    settings = GenEnvConfig(
+        model=target.model,
+        data_dir=cache_dir,
+        precision=target.precision,
+        backend=target.backend,
+        generation_batch_size=batch_size,
+    )
+    return current_runtime().backend(settings, (target.agent_checkpoint, None))
 
 
 def benchmark_items(
@@ -101,11 +108,7 @@ def evaluate_benchmark(
     chosen = benchmark_items(benchmark, data_dir, items, limit)
     if not chosen:
         return {"benchmark": benchmark, "items": 0}
-    base = resolve_base_model(target.model, Path(cache_dir).resolve() / "models")
-    adapter = None
-    if target.agent_checkpoint:
-        adapter = str(fetch_adapter(target.agent_checkpoint, Path(cache_dir).resolve() / "cache" / "checkpoints"))
-    backend = BACKENDS["transformers"](_policy(str(base), adapter, target.precision), batch_size)
+    backend = scoring_backend(target, cache_dir, batch_size)
     with progress_bar(f"eval {benchmark}", total=len(chosen)) as bar:
         results = run_benchmark(backend, get_benchmark(benchmark), chosen, bar.update)
     rows, item_rows = evaluation_rows(target, prefix, results)

@@ -7,16 +7,14 @@ with, the config hash, the seed and the headline metrics.
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 import polars as pl
 from prefect import get_run_logger
 
 from genenv.tasks.artifacts import publish_generation
-from genenv.tasks.context import GenerationRef, pool_ids, stage_result
-from genenv.tasks.options import stage
-from genenv.tasks.runtime import own_checkpoints
+from genenv.tasks.context import GenerationRef, pool_ids
+from genenv.tasks.contract import Adapters, Measured, StageOutput, generation_stage
 
 
 def _mean(series: pl.Series) -> float | None:
@@ -74,21 +72,24 @@ def summary_line(generation: int, m: dict[str, Any]) -> str:
     )
 
 
-@stage("commit")
-def commit(ref: GenerationRef, stage_seconds: dict[str, float]) -> dict:
-    started = time.perf_counter()
+def never_committed(*_: object) -> None:
+    """The flow commits only generations that are not committed yet; the commit itself is one atomic write."""
+
+
+@generation_stage(done=never_committed)
+def commit(measured: Measured, adapters: Adapters, stages: list[StageOutput]) -> StageOutput:
+    ref = measured.ref
     config = ref.config
-    metrics = generation_metrics(ref, stage_seconds)
-    agent, simulator = own_checkpoints(ref)
+    metrics = generation_metrics(ref, {output.stage: output.seconds for output in stages})
     row = ref.warehouse.commit_generation(
         ref.run_id,
         ref.generation,
-        agent_checkpoint=agent,
-        simulator_checkpoint=simulator,
+        agent_checkpoint=adapters.agent,
+        simulator_checkpoint=adapters.simulator,
         config_hash=config.hash(),
         seed=config.seed,
         metrics=metrics,
     )
     get_run_logger().info(summary_line(ref.generation, metrics))
     publish_generation(ref, metrics, json.loads(row["table_versions"]))
-    return stage_result(ref, "commit", started, committed_at=str(row["committed_at"]))
+    return StageOutput(ref, {"committed_at": str(row["committed_at"])})

@@ -8,7 +8,6 @@ were loaded from, so consecutive stages and generations reuse them instead of re
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -18,7 +17,6 @@ from typing import Any
 from genenv.config import GenEnvConfig, config_from_dict
 from genenv.curriculum.pools import draw, generation_rng
 from genenv.domains.base import Domain, TaskInstance, get_domain
-from genenv.faults import crash_point
 from genenv.models.generation import SamplingSettings
 from genenv.tasks.artifacts import StageProgress
 from genenv.warehouse.store import Warehouse
@@ -107,12 +105,6 @@ def pool_ids(ref: GenerationRef, pool: str, through_generation: int) -> list[str
     rows = ref.warehouse.read("pool", run_id=ref.run_id).filter(pool=pool)
     rows = rows.filter(rows["generation"] <= through_generation)
     return rows.sort("generation", "task_id")["task_id"].to_list()
-
-
-def stage_result(ref: GenerationRef, stage: str, started: float, **counts: Any) -> dict[str, Any]:
-    """What a stage returns to the flow: counts and seconds, never data. Called after the stage's writes."""
-    crash_point(f"g{ref.generation}:end:{stage}")
-    return {"stage": stage, "generation": ref.generation, "seconds": round(time.perf_counter() - started, 2), **counts}
 
 
 @contextmanager

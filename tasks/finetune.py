@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import math
-import time
 
 import polars as pl
 
@@ -18,9 +17,15 @@ from genenv.curriculum.pools import draw, generation_rng
 from genenv.faults import crash_point
 from genenv.models.grpo import GroupSample, grpo_update
 from genenv.models.rwr import encode_example, weighted_sft
-from genenv.tasks.context import GenerationRef, load_tasks, progress_bar, stage_result
-from genenv.tasks.options import stage
-from genenv.tasks.runtime import RUNTIME, committed_checkpoints, reference_checkpoints, save_policy
+from genenv.tasks.context import GenerationRef, load_tasks, progress_bar
+from genenv.tasks.contract import Adapters, Rewarded, generation_stage
+from genenv.tasks.runtime import (
+    committed_checkpoints,
+    current_runtime,
+    own_adapters,
+    reference_checkpoints,
+    save_policy,
+)
 from genenv.tasks.training_log import training_rows
 
 
@@ -50,14 +55,17 @@ def simulator_records(ref: GenerationRef) -> list[tuple[list[dict], str, float]]
     return [(json.loads(contexts[t]), domain.simulator_target(tasks[t]), weights[t]) for t in chosen]
 
 
-@stage("finetune", gpu=True)
-def finetune(ref: GenerationRef) -> dict:
-    started = time.perf_counter()
+def adapters_trained(rewarded: Rewarded) -> Adapters | None:
+    ref = rewarded.ref
+    return own_adapters(ref) if ref.warehouse.has_rows("training", ref.run_id, ref.generation) else None
+
+
+@generation_stage(done=adapters_trained, gpu=True)
+def finetune(rewarded: Rewarded) -> Adapters:
+    ref = rewarded.ref
     config, warehouse = ref.config, ref.warehouse
-    if warehouse.has_rows("training", ref.run_id, ref.generation):
-        return stage_result(ref, "finetune", started, skipped=True)
     previous = committed_checkpoints(ref, ref.generation - 1)
-    policy = RUNTIME.training(config, previous, reference_checkpoints(ref))
+    policy = current_runtime().training(config, previous, reference_checkpoints(ref))
 
     samples = agent_groups(ref)
     steps = config.agent_epochs * math.ceil(len(samples) / config.agent_minibatch_size)
@@ -96,4 +104,4 @@ def finetune(ref: GenerationRef) -> dict:
     save_policy(ref, policy)
     crash_point(f"g{ref.generation}:finetune:saved")
     warehouse.append("training", rows)
-    return stage_result(ref, "finetune", started, agent_rows=len(samples), simulator_rows=len(examples))
+    return own_adapters(ref, {"agent_rows": len(samples), "simulator_rows": len(examples)})

@@ -8,10 +8,10 @@ overlap); rejected outputs are stored with their reason.
 from __future__ import annotations
 
 import json
-import time
 
 from genenv.curriculum.pools import draw, generation_rng
 from genenv.domains.base import ValidationContext
+from genenv.domains.decontamination import benchmark_index
 from genenv.faults import crash_point
 from genenv.models.generation import SamplingSettings
 from genenv.tasks.context import (
@@ -20,13 +20,11 @@ from genenv.tasks.context import (
     load_tasks,
     pool_ids,
     progress_bar,
-    stage_result,
     subset,
     task_generation,
 )
-from genenv.tasks.options import stage
-from genenv.tasks.runtime import RUNTIME, committed_checkpoints, reference_checkpoints
-from genenv.tasks.seed import benchmark_index
+from genenv.tasks.contract import TaskSet, generation_stage, tasks_written
+from genenv.tasks.runtime import committed_checkpoints, current_runtime, reference_checkpoints
 
 
 def recent_success_rate(ref: GenerationRef) -> float | None:
@@ -39,14 +37,11 @@ def recent_success_rate(ref: GenerationRef) -> float | None:
     return metrics.get("heldout_success") if fresh is None else fresh
 
 
-@stage("generate", gpu=True)
-def generate(ref: GenerationRef) -> dict:
-    started = time.perf_counter()
+@generation_stage(done=tasks_written, gpu=True)
+def generate(ref: GenerationRef) -> TaskSet:
     config, warehouse, domain = ref.config, ref.warehouse, ref.domain
-    if warehouse.has_rows("tasks", ref.run_id, ref.generation):
-        return stage_result(ref, "generate", started, skipped=True)
     if task_generation(ref) != ref.generation:
-        return stage_result(ref, "generate", started, reused_generation=task_generation(ref))
+        return TaskSet(ref, {"reused_generation": task_generation(ref)})
 
     known = load_tasks(ref)
     pool = subset(known, pool_ids(ref, "train", ref.generation - 1))
@@ -54,7 +49,9 @@ def generate(ref: GenerationRef) -> dict:
     success = recent_success_rate(ref)
     contexts = [domain.simulator_messages(seed, success, alpha=config.alpha, k_min=config.k_min) for seed in seeds]
     conversations = [c for c in contexts for _ in range(config.variations_per_seed)]
-    backend = RUNTIME.backend(config, committed_checkpoints(ref, ref.generation - 1), reference_checkpoints(ref))
+    backend = current_runtime().backend(
+        config, committed_checkpoints(ref, ref.generation - 1), reference_checkpoints(ref)
+    )
     sampling = SamplingSettings(
         max_new_tokens=config.simulator_max_new_tokens,
         temperature=config.simulator_temperature,
@@ -104,4 +101,4 @@ def generate(ref: GenerationRef) -> dict:
             )
     warehouse.append("tasks", rows)
     valid = sum(r["valid"] for r in rows)
-    return stage_result(ref, "generate", started, outputs=len(rows), valid=valid)
+    return TaskSet(ref, {"outputs": len(rows), "valid": valid})

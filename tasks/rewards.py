@@ -6,7 +6,6 @@ with its batch's RWR weight.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable
 
 import polars as pl
@@ -15,8 +14,8 @@ from genenv.curriculum.batches import BatchOutcome, score_batches
 from genenv.curriculum.pools import grow_pool
 from genenv.curriculum.rewards import CurriculumParams
 from genenv.faults import crash_point
-from genenv.tasks.context import GenerationRef, pool_ids, stage_result, task_generation
-from genenv.tasks.options import stage
+from genenv.tasks.context import GenerationRef, pool_ids, task_generation
+from genenv.tasks.contract import Rewarded, Scored, StageOutput, generation_stage
 
 
 def new_members(ref: GenerationRef, pool: str, candidates: Iterable[str]) -> list[str]:
@@ -29,9 +28,13 @@ def _pool_row(ref: GenerationRef, pool: str, task_id: str, weight: float) -> dic
     return {"run_id": ref.run_id, "generation": ref.generation, "pool": pool, "task_id": task_id, "weight": weight}
 
 
-@stage("rewards")
-def rewards(ref: GenerationRef) -> dict:
-    started = time.perf_counter()
+def never_done(_: StageOutput) -> None:
+    """Rewards are recomputed from the verdicts each time; each table is written only when missing."""
+
+
+@generation_stage(done=never_done)
+def rewards(scored: Scored) -> Rewarded:
+    ref = scored.ref
     config, warehouse = ref.config, ref.warehouse
     tasks = warehouse.read("tasks", run_id=ref.run_id, generation=task_generation(ref))
     fresh = warehouse.read("trajectories", run_id=ref.run_id, generation=ref.generation, purpose="fresh")
@@ -74,4 +77,4 @@ def rewards(ref: GenerationRef) -> dict:
     ]
     if not warehouse.has_rows("pool", ref.run_id, ref.generation):
         warehouse.append("pool", pool_rows)
-    return stage_result(ref, "rewards", started, batches=len(scores), in_band=len(kept), pool_added=len(pool_rows))
+    return Rewarded(ref, {"batches": len(scores), "in_band": len(kept), "pool_added": len(pool_rows)})

@@ -7,7 +7,7 @@ import re
 import secrets
 from datetime import UTC, datetime
 
-from genenv.config import GenEnvConfig
+from genenv.config import ConfigError, GenEnvConfig, config_from_dict, resume_differences
 from genenv.tasks.options import stage
 from genenv.warehouse.schemas import SCHEMA_VERSION, now
 from genenv.warehouse.store import Warehouse
@@ -41,11 +41,27 @@ def register_run(
     )
 
 
+def stored_config(warehouse: Warehouse, run_id: str) -> GenEnvConfig | None:
+    """The config a run was registered with, or None when the warehouse has no such run."""
+    if warehouse.read("runs", run_id=run_id).is_empty():
+        return None
+    return config_from_dict(json.loads(warehouse.run(run_id)["config_json"]))
+
+
 @stage("start-run")
 def start_run(config: GenEnvConfig, run_id: str | None = None) -> str:
-    """Register a new run; an existing run id is resumed as stored."""
+    """Register a new run, or resume `run_id` when `config` shapes results as the run's stored config does;
+    a resume that would change them is refused before anything runs (a fork is the way to try new settings)."""
     warehouse = Warehouse(config.resolved_warehouse_uri)
-    if run_id is not None and not warehouse.read("runs", run_id=run_id).is_empty():
+    stored = stored_config(warehouse, run_id) if run_id is not None else None
+    if stored is not None:
+        changed = resume_differences(stored, config)
+        if changed:
+            raise ConfigError(
+                f"run {run_id} cannot resume with other settings ({'; '.join(changed)}): its generations were "
+                f"made with the stored ones. To try them from one of its generations, fork it: "
+                f"genenv rerun --run {run_id} --generation G --set KEY=VALUE"
+            )
         return run_id
     run_id = run_id or new_run_id(config.run_name)
     register_run(warehouse, config, run_id)

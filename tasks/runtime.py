@@ -1,13 +1,19 @@
-"""The models of a run, loaded once per process and reused across stages and generations.
+"""The models of a flow run: loaded once, reused across its stages and generations, released when it ends.
 
-Stages ask for the policy "as of" a set of checkpoints. If the in-memory adapters came from exactly
-those checkpoints they are reused; otherwise they are loaded. A stage that trains marks the policy
-dirty first, so a crash mid-update never lets a later stage reuse half-trained weights.
+The outermost flow opens `model_runtime()`; stages (Prefect tasks run in the flow's thread) find it with
+`current_runtime()`, and nested flows (a generation inside `evolve`, arms inside `compare`) reuse it. Stages ask
+for the policy "as of" a set of checkpoints: if the in-memory adapters came from exactly those they are reused,
+otherwise loaded. A stage that trains marks the policy dirty first, so a crash mid-update never lets a later stage
+reuse half-trained weights.
 """
 
 from __future__ import annotations
 
+import gc
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 from genenv.config import GenEnvConfig
@@ -15,6 +21,7 @@ from genenv.models.generation import BACKENDS, GenerationBackend
 from genenv.models.loading import resolve_base_model
 from genenv.models.policy import ROLES, LoraSettings, PolicyPair
 from genenv.tasks.context import GenerationRef
+from genenv.tasks.contract import Adapters
 from genenv.warehouse.checkpoints import checkpoint_uri, fetch_adapter, publish_adapter
 
 Checkpoints = tuple[str | None, str | None]
@@ -69,8 +76,35 @@ class ModelRuntime:
     def saved(self, checkpoints: Checkpoints) -> None:
         self._loaded_from = checkpoints
 
+    def release(self) -> None:
+        self._policy = self._identity = self._loaded_from = None
+        gc.collect()
 
-RUNTIME = ModelRuntime()
+
+_CURRENT: ContextVar[ModelRuntime | None] = ContextVar("genenv_model_runtime", default=None)
+
+
+@contextmanager
+def model_runtime() -> Iterator[ModelRuntime]:
+    """The flow's models: a new runtime, released on exit, unless an enclosing flow already holds one."""
+    outer = _CURRENT.get()
+    if outer is not None:
+        yield outer
+        return
+    runtime = ModelRuntime()
+    token = _CURRENT.set(runtime)
+    try:
+        yield runtime
+    finally:
+        _CURRENT.reset(token)
+        runtime.release()
+
+
+def current_runtime() -> ModelRuntime:
+    runtime = _CURRENT.get()
+    if runtime is None:
+        raise RuntimeError("a stage that loads models runs inside a flow that holds `model_runtime()`")
+    return runtime
 
 
 def committed_checkpoints(ref: GenerationRef, generation: int) -> Checkpoints:
@@ -95,6 +129,12 @@ def own_checkpoints(ref: GenerationRef) -> Checkpoints:
     return agent, simulator
 
 
+def own_adapters(ref: GenerationRef, counts: dict | None = None) -> Adapters:
+    """This generation's trained adapters as the stage output that hands them on."""
+    agent, simulator = own_checkpoints(ref)
+    return Adapters(ref, counts or {}, agent=agent, simulator=simulator)
+
+
 def save_policy(ref: GenerationRef, policy: PolicyPair) -> Checkpoints:
     """Save both adapters locally, then publish them to the warehouse root (a folder or S3)."""
     checkpoints = own_checkpoints(ref)
@@ -104,5 +144,5 @@ def save_policy(ref: GenerationRef, policy: PolicyPair) -> Checkpoints:
         for role, uri in zip(ROLES, checkpoints, strict=True):
             policy.save_adapter(role, Path(staging) / role)
             publish_adapter(Path(staging) / role, uri)
-    RUNTIME.saved(checkpoints)
+    current_runtime().saved(checkpoints)
     return checkpoints

@@ -8,8 +8,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import time
-from functools import cache
 
 from prefect import get_run_logger
 from prefect.exceptions import MissingContextError
@@ -17,15 +15,9 @@ from prefect.exceptions import MissingContextError
 from genenv.benchmark_data import FOLDER_SETS, INSTALL_BFCL, missing_folder_set
 from genenv.curriculum.pools import is_heldout
 from genenv.domains.base import Candidate, ValidationContext
-from genenv.domains.decontamination import BenchmarkIndex, checked_sets
-from genenv.tasks.context import GenerationRef, stage_result
-from genenv.tasks.options import stage
-
-
-@cache
-def benchmark_index(benchmarks_dir: str) -> BenchmarkIndex:
-    """Every benchmark set present (BFCL from the bfcl-eval package; API-Bank, Bamboogle from the folder)."""
-    return BenchmarkIndex.from_dir(benchmarks_dir or None)
+from genenv.domains.decontamination import benchmark_index, checked_sets
+from genenv.tasks.context import GenerationRef
+from genenv.tasks.contract import TaskSet, generation_stage, tasks_written
 
 
 def _logger() -> logging.Logger | logging.LoggerAdapter:
@@ -45,12 +37,9 @@ def log_decontamination(benchmarks_dir: str) -> None:
     _logger().info(line + "".join(f"; not checked, {reason}" for reason in missing))
 
 
-@stage("seed-pool")
-def seed_pool(ref: GenerationRef) -> dict:
-    started = time.perf_counter()
+@generation_stage(done=tasks_written)
+def seed_pool(ref: GenerationRef) -> TaskSet:
     config, warehouse = ref.config, ref.warehouse
-    if warehouse.has_rows("tasks", ref.run_id, ref.generation):
-        return stage_result(ref, "seed", started, skipped=True)
     domain = ref.domain
     log_decontamination(config.benchmarks_dir)
     seeds = domain.load_seeds()
@@ -90,6 +79,4 @@ def seed_pool(ref: GenerationRef) -> dict:
             )
     warehouse.append("tasks", tasks)
     warehouse.append("pool", pool)
-    return stage_result(
-        ref, "seed", started, seeds=len(tasks), train=len(pool), heldout=sum(t["heldout"] for t in tasks)
-    )
+    return TaskSet(ref, {"seeds": len(tasks), "train": len(pool), "heldout": sum(t["heldout"] for t in tasks)})

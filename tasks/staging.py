@@ -7,11 +7,11 @@ whole). Readers of the warehouse never see them.
 
 from __future__ import annotations
 
-import os
-import uuid
+from pathlib import Path
 
 import polars as pl
 
+from genenv.atomic import atomic_path
 from genenv.tasks.context import GenerationRef
 from genenv.warehouse.storage import filesystem, is_remote, join, translated
 
@@ -29,15 +29,13 @@ def write_staged(ref: GenerationRef, name: str, data: pl.DataFrame) -> str:
             with fs.open(path, "wb") as handle:
                 data.write_parquet(handle)
             return uri
-        fs.makedirs(os.path.dirname(path), exist_ok=True)
-        partial = f"{path}.{uuid.uuid4().hex[:8]}.partial"
-        data.write_parquet(partial)
-        os.replace(partial, path)
+        with atomic_path(Path(path)) as partial:
+            data.write_parquet(partial)
     return uri
 
 
-def read_staged(ref: GenerationRef, name: str) -> pl.DataFrame | None:
-    uri = staging_path(ref, name)
+def read_staged(uri: str) -> pl.DataFrame | None:
+    """The staged file at `uri` (a `staging_path`), or None when no complete file is there."""
     fs, path = filesystem(uri)
     with translated(uri):
         if not fs.exists(path):

@@ -8,28 +8,33 @@ the base model) and are saved as generation 0's checkpoints all the same.
 from __future__ import annotations
 
 import random
-import time
 
 from genenv.curriculum.pools import draw, generation_rng
 from genenv.domains.base import TaskInstance
 from genenv.models.rwr import encode_example, weighted_sft
-from genenv.tasks.context import GenerationRef, load_tasks, pool_ids, progress_bar, stage_result
-from genenv.tasks.options import stage
-from genenv.tasks.runtime import RUNTIME, own_checkpoints, save_policy
+from genenv.tasks.context import load_tasks, pool_ids, progress_bar
+from genenv.tasks.contract import Adapters, TaskSet, generation_stage
+from genenv.tasks.runtime import current_runtime, own_adapters, own_checkpoints, save_policy
 from genenv.tasks.training_log import training_rows
 from genenv.warehouse.checkpoints import adapter_exists
 
 
-@stage("warm-start", gpu=True)
-def warm_start(ref: GenerationRef) -> dict:
-    started = time.perf_counter()
+def warm_started(seeds: TaskSet) -> Adapters | None:
+    """Adapters are saved before the training rows are written, so both present means finished."""
+    ref = seeds.ref
+    saved = all(adapter_exists(c) for c in own_checkpoints(ref))
+    trained = not ref.config.warm_start or ref.warehouse.has_rows("training", ref.run_id, ref.generation)
+    return own_adapters(ref) if saved and trained else None
+
+
+@generation_stage(done=warm_started, gpu=True)
+def warm_start(seeds: TaskSet) -> Adapters:
+    ref = seeds.ref
     config, warehouse, domain = ref.config, ref.warehouse, ref.domain
-    if _done(ref):
-        return stage_result(ref, "warm_start", started, skipped=True)
-    policy = RUNTIME.training(config, (None, None))
+    policy = current_runtime().training(config, (None, None))
     if not config.warm_start:
         save_policy(ref, policy)
-        return stage_result(ref, "warm_start", started, agent_rows=0, simulator_rows=0)
+        return own_adapters(ref, {"agent_rows": 0, "simulator_rows": 0})
 
     rng = generation_rng(config.seed, 0, "warm-start")
     seeds = list(load_tasks(ref, pool_ids(ref, "train", 0)).values())
@@ -62,9 +67,7 @@ def warm_start(ref: GenerationRef) -> dict:
         rows += training_rows(ref, role, "warm_start", records, config.warm_start_lr)
     save_policy(ref, policy)
     warehouse.append("training", rows)
-    return stage_result(
-        ref, "warm_start", started, agent_rows=len(agent_examples), simulator_rows=len(simulator_examples)
-    )
+    return own_adapters(ref, {"agent_rows": len(agent_examples), "simulator_rows": len(simulator_examples)})
 
 
 def sibling_pairs(
@@ -82,9 +85,3 @@ def sibling_pairs(
             success = round(rng.random(), 2)
             pairs.append((seed, rng.choice(siblings), success))
     return pairs
-
-
-def _done(ref: GenerationRef) -> bool:
-    """Adapters are saved before the training rows are written, so both present means finished."""
-    saved = all(adapter_exists(c) for c in own_checkpoints(ref))
-    return saved and (not ref.config.warm_start or ref.warehouse.has_rows("training", ref.run_id, ref.generation))

@@ -17,11 +17,15 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    config = load_config(args.config, parse_overrides(args.set))
+    overrides = parse_overrides(args.set)
+    config = load_config(args.config, overrides)
     prepare_environment(config.data_dir)
     from genenv.flows.evolve import evolve
 
-    run_id = evolve(config.to_dict(), run_id=args.run_id)
+    if args.run_id:  # the run's stored config, with only what this command names on top
+        run_id = evolve(config_file=args.config, overrides=overrides, run_id=args.run_id)
+    else:
+        run_id = evolve(config.to_dict())
     warehouse = config.resolved_warehouse_uri
     example = "SELECT generation, avg(reward) FROM trajectories GROUP BY 1 ORDER BY 1"
     print(f"\nRun {run_id} finished. Its data is in {warehouse}")

@@ -73,7 +73,7 @@ def test_a_checkout_without_shared_runs_the_demo_config_and_seed_stage(
     register_run(warehouse, config, "no-shared")
     with caplog.at_level(logging.INFO):
         result = seed_pool.fn(GenerationRef(config.resolved_warehouse_uri, "no-shared", 0))
-    assert result["train"] > 200 and result["heldout"] > 50
+    assert result.counts["train"] > 200 and result.counts["heldout"] > 50
     line = next(r.getMessage() for r in caplog.records if "decontaminating against" in r.getMessage())
     assert line.startswith("decontaminating against: bfcl; not checked, api-bank: no folder given")
     assert "not checked, bamboogle: no folder given" in line

@@ -19,8 +19,8 @@ from genenv.warehouse.store import Warehouse
 pytestmark = pytest.mark.slow
 
 CRASH_POINTS = [  # in the order the pipeline reaches them: each resume runs until the next one
-    "g0:end:seed",
-    "g0:end:warm_start",
+    "g0:end:seed-pool",
+    "g0:end:warm-start",
     "g0:before:commit",
     "g1:before:generate",
     "g1:generate:generated",
@@ -36,7 +36,7 @@ CRASH_POINTS = [  # in the order the pipeline reaches them: each resume runs unt
     "g1:finetune:saved",
     "g1:end:finetune",
     "g1:before:evaluate-heldout",
-    "g1:end:evaluate",
+    "g1:end:evaluate-heldout",
     "g1:before:commit",
     "g1:end:commit",
 ]

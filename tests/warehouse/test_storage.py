@@ -11,10 +11,10 @@ import pytest
 from genenv.cli import main
 from genenv.tasks.context import GenerationRef
 from genenv.tasks.staging import read_staged, staging_path, write_staged
-from genenv.warehouse import synthetic
 from genenv.warehouse.checkpoints import adapter_exists, checkpoint_uri, fetch_adapter, publish_adapter
 from genenv.warehouse.query import query
 from genenv.warehouse.store import Warehouse, WarehouseError
+from tests.support import synthetic_warehouse as synthetic
 from tests.warehouse.conftest import BUCKET, SECRET_KEY
 
 SHAPE = synthetic.Shape(seeds=5, variations=2, k=2, pool_samples=2, prompt_tokens=4, text_chars=8)
@@ -96,10 +96,11 @@ def test_checkpoints_publish_and_fetch(root_uri, tmp_path):
 
 def test_staged_files_round_trip(root_uri):
     ref = GenerationRef(root_uri, "run-1", 2)
-    assert read_staged(ref, "rollouts") is None
+    uri = staging_path(ref, "rollouts")
+    assert read_staged(uri) is None
     data = pl.DataFrame({"a": [1, 2], "b": ["x", "y"]})
-    assert write_staged(ref, "rollouts", data) == staging_path(ref, "rollouts")
-    assert read_staged(ref, "rollouts").equals(data)
+    assert write_staged(ref, "rollouts", data) == uri
+    assert read_staged(uri).equals(data)
     assert query(root_uri, "SELECT count(*) AS n FROM tasks")["n"][0] == 0
 
 

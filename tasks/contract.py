@@ -1,0 +1,102 @@
+"""The stage contract: what every generation stage does alike, so a stage's body is only its own work.
+
+A stage maps one typed reference to the next, as Algorithm 1 reads (GenerationRef -> TaskSet -> Rollouts ->
+Scored -> Rewarded -> Adapters -> Measured): a few strings and counts that say where the stage's data is, never
+data frames or models. `generation_stage` owns what was written nine times before: the Prefect task options, the
+timer, the "already done?" check (a retry or a resumed run skips finished work and still hands its output on),
+the crash point the fault-injection tests use, and one name per stage: the function's, hyphenated.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from genenv.faults import crash_point
+from genenv.tasks.context import GenerationRef
+from genenv.tasks.options import stage
+
+
+@dataclass(frozen=True)
+class StageOutput:
+    """Where a stage left its data, what it counted, and how it went (filled in by `generation_stage`)."""
+
+    ref: GenerationRef
+    counts: Mapping[str, Any] = field(default_factory=dict)
+    stage: str = ""
+    seconds: float = 0.0
+    skipped: bool = False
+
+
+@dataclass(frozen=True)
+class TaskSet(StageOutput):
+    """The generation's rows in `tasks`: the seed set at generation 0, the simulator's outputs after."""
+
+
+def tasks_written(ref: GenerationRef) -> TaskSet | None:
+    """The generation's tasks, when its stage already wrote them (seed_pool at generation 0, generate after)."""
+    return TaskSet(ref) if ref.warehouse.has_rows("tasks", ref.run_id, ref.generation) else None
+
+
+@dataclass(frozen=True)
+class Rollouts(StageOutput):
+    """The agent's raw answers, staged at `uri` (tasks/staging.py) until `verify` scores them."""
+
+    uri: str = ""
+
+
+@dataclass(frozen=True)
+class Scored(StageOutput):
+    """The rollouts' verdicts (R_agent, solved) in `trajectories`."""
+
+
+@dataclass(frozen=True)
+class Rewarded(StageOutput):
+    """p̂, the generator reward and the band per seed batch in `batches`; the pools grown in `pool`."""
+
+
+@dataclass(frozen=True)
+class Adapters(StageOutput):
+    """The adapters a stage trained, published under the warehouse root, and its steps in `training`."""
+
+    agent: str = ""
+    simulator: str = ""
+
+
+@dataclass(frozen=True)
+class Measured(StageOutput):
+    """The agent's greedy scores on the held-out seeds (and the probe after its update) in `trajectories`."""
+
+
+Out = TypeVar("Out", bound=StageOutput)
+
+
+def upstream_ref(upstream: GenerationRef | StageOutput) -> GenerationRef:
+    return upstream if isinstance(upstream, GenerationRef) else upstream.ref
+
+
+def generation_stage(*, done: Callable[..., Out | None], gpu: bool = False) -> Callable[[Callable[..., Out]], Any]:
+    """Decorator for a stage `body(upstream, ...) -> Out`; `done(upstream, ...)` returns the output when the work is
+    already in the warehouse (then the body does not run), else None."""
+
+    def decorate(body: Callable[..., Out]) -> Any:
+        name = body.__name__.replace("_", "-")
+
+        @functools.wraps(body)
+        def run(upstream: GenerationRef | StageOutput, *args: Any) -> Out:
+            started = time.perf_counter()
+            generation = upstream_ref(upstream).generation
+            crash_point(f"g{generation}:before:{name}")
+            found = done(upstream, *args)
+            output = body(upstream, *args) if found is None else found
+            crash_point(f"g{generation}:end:{name}")
+            seconds = round(time.perf_counter() - started, 2)
+            return dataclasses.replace(output, stage=name, seconds=seconds, skipped=found is not None)
+
+        return stage(name, gpu=gpu)(run)
+
+    return decorate
