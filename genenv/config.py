@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, get_type_hints
@@ -228,10 +229,11 @@ def _coerce(name: str, text: str, kind: type) -> Any:
 
 def load_config(
     path: str | Path | None = None,
-    overrides: dict[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
     base: GenEnvConfig | None = None,
 ) -> GenEnvConfig:
-    """YAML file (optional) then `key=value` overrides on top of the defaults or `base`."""
+    """YAML file (optional) then overrides on top of the defaults or `base`. An override is text as a `--set`
+    gives it, or a typed value as the Prefect run form gives it (1, 0.3, true); both are checked by field type."""
     values: dict[str, Any] = base.to_dict() if base else {}
     hints = get_type_hints(GenEnvConfig)
     if path is not None:
@@ -250,7 +252,7 @@ def load_config(
     for name, text in (overrides or {}).items():
         if name not in hints:
             raise ConfigError(f"{name}: unknown config field")
-        values[name] = _coerce(name, text, hints[name])
+        values[name] = _coerce(name, text if isinstance(text, str) else json.dumps(text), hints[name])
     unknown = sorted(set(values) - set(hints))
     if unknown:
         raise ConfigError(f"{unknown[0]}: unknown config field")

@@ -7,6 +7,7 @@ penalty, and its AdamW state, which lives in the adapter folder so training resu
 from __future__ import annotations
 
 import tempfile
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -211,6 +212,14 @@ class PolicyPair:
         return logits.float().log_softmax(-1), targets, mask.to(device)
 
 
+@contextmanager
+def _quiet_peft() -> Iterator[None]:
+    """PEFT probes `is_gradient_checkpointing`, which transformers 5 deprecates with a FutureWarning on every run."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning)
+        yield
+
+
 def _attach(
     base: torch.nn.Module,
     model: PeftModel | None,
@@ -222,10 +231,11 @@ def _attach(
     """Add one adapter; fresh ones draw LoRA A from `seed` without disturbing the global RNG."""
     if folder is not None:
         if model is None:
-            return PeftModel.from_pretrained(base, folder, adapter_name=role, is_trainable=True)
+            with _quiet_peft():
+                return PeftModel.from_pretrained(base, folder, adapter_name=role, is_trainable=True)
         model.load_adapter(folder, adapter_name=role, is_trainable=True)
         return model
-    with torch.random.fork_rng(devices=[]):
+    with torch.random.fork_rng(devices=[]), _quiet_peft():
         torch.manual_seed(seed)
         if model is None:
             return get_peft_model(base, lora.peft_config(), adapter_name=role)

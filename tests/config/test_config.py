@@ -69,3 +69,10 @@ def test_overrides_parse():
 def test_every_field_is_documented():
     for name, _kind, _default, help_text in field_help():
         assert len(help_text) > 10, name
+
+
+def test_overrides_may_be_typed_as_the_prefect_run_form_sends_them() -> None:
+    config = load_config(None, {"generations": 1, "alpha": 0.3, "warm_start": False, "run_name": "typed"})
+    assert (config.generations, config.alpha, config.warm_start, config.run_name) == (1, 0.3, False, "typed")
+    with pytest.raises(ConfigError, match="alpha: expected float"):
+        load_config(None, {"alpha": [1]})
