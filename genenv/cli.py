@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 
 from genenv.commands import COMMANDS
@@ -18,8 +19,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def stop_like_ctrl_c(signum: int, frame: object) -> None:
+    """SIGTERM (a container runtime, a batch scheduler, `kill`) unwinds like Ctrl-C: flow runs are marked crashed
+    and the temporary Prefect server and other children are stopped, instead of being left as orphans."""
+    raise KeyboardInterrupt(f"stopped by signal {signum}")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    signal.signal(signal.SIGTERM, stop_like_ctrl_c)
     from genenv.warehouse.store import WarehouseError
 
     try:
