@@ -24,7 +24,6 @@ CPU_POOL = "genenv-cpu"
 GPU_POOL = "genenv-gpu"
 GPU_TEMPLATE = resources.files("genenv.infra") / "gpu-process-job-template.json"
 """Package data, so `genenv stack up` works from a non-editable install too."""
-PROCESSES = ("worker", "server")  # stop order: the worker first, so no run starts on a dying server
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -171,6 +170,24 @@ def worker_online(api_url: str) -> bool:
         return any(w.status == "ONLINE" for w in client.read_workers_for_work_pool(CPU_POOL))
 
 
+def crash_in_flight(api_url: str) -> int:
+    """Mark the flow runs the stopped worker was running as Crashed, so none stays "Running" for ever in the UI;
+    returns how many. (Stopping the worker's process group ended their processes.)"""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterState, FlowRunFilterStateType
+    from prefect.client.schemas.objects import StateType
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+    from prefect.states import Crashed
+
+    in_flight = FlowRunFilterStateType(any_=[StateType.RUNNING, StateType.PENDING, StateType.CANCELLING])
+    with temporary_settings(updates={PREFECT_API_URL: api_url}), get_client(sync_client=True) as client:
+        runs = client.read_flow_runs(flow_run_filter=FlowRunFilter(state=FlowRunFilterState(type=in_flight)))
+        for flow_run in runs:
+            message = "stopped by `genenv stack down`; Retry resumes an evolve run"
+            client.set_flow_run_state(flow_run.id, Crashed(message=message), force=True)
+    return len(runs)
+
+
 def up(stack: Stack, port: int, gpu_slots: int) -> None:
     if stack.pid("server") is not None:
         raise RuntimeError(f"the stack is already up (port {stack.port}); run `genenv stack down` first")
@@ -213,8 +230,13 @@ def run(args: argparse.Namespace) -> int:
         print("  prefect deployment run genenv-evolve/evolve-nightly")
         return 0
     if args.action == "down":
-        stopped = [name for name in PROCESSES if stack.stop(name)]
+        stopped = ["worker"] if stack.stop("worker") else []
+        port = stack.port
+        crashed = crash_in_flight(stack.api_url(port)) if port and healthy(stack.api_url(port)) else 0
+        stopped += ["server"] if stack.stop("server") else []
         print(f"stopped: {', '.join(stopped) or 'nothing was running'}")
+        if crashed:
+            print(f"marked {crashed} flow run(s) in flight as Crashed; Retry in the UI resumes an evolve run")
         return 0
     info = status(stack)
     for key, value in info.items():

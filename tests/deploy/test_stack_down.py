@@ -1,0 +1,50 @@
+"""`genenv stack down` leaves no flow run "Running" for ever: a run it cut off is Crashed, which Retry can resume."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from prefect import flow
+from prefect.client.orchestration import get_client
+from prefect.settings import PREFECT_API_URL, temporary_settings
+from prefect.states import Running
+
+pytestmark = pytest.mark.slow
+REPO = Path(__file__).resolve().parents[2]
+
+
+@flow(name="cut-off")
+def cut_off() -> None:
+    """Never executed: the test only needs a flow run the server believes is running."""
+
+
+def _genenv(*args: str, env: dict[str, str]) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "genenv.cli", *args], cwd=REPO, env=env, check=True, timeout=150, capture_output=True
+    )
+    return done.stdout.decode()
+
+
+def test_stack_down_marks_runs_in_flight_crashed(tmp_path: Path) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+    stack = ["--data-dir", str(tmp_path)]
+    api = f"http://127.0.0.1:{port}/api"
+    _genenv("stack", "up", *stack, "--port", str(port), env=env)
+    try:
+        with temporary_settings(updates={PREFECT_API_URL: api}), get_client(sync_client=True) as client:
+            flow_run = client.create_flow_run(cut_off, state=Running())
+        assert "marked 1 flow run(s) in flight as Crashed" in _genenv("stack", "down", *stack, env=env)
+        _genenv("stack", "up", *stack, "--port", str(port), env=env)
+        with temporary_settings(updates={PREFECT_API_URL: api}), get_client(sync_client=True) as client:
+            state = client.read_flow_run(flow_run.id).state
+        assert state.is_crashed() and "genenv stack down" in state.message
+    finally:
+        _genenv("stack", "down", *stack, env=env)
