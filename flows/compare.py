@@ -17,15 +17,14 @@ import json
 from pathlib import Path
 
 import polars as pl
-from prefect import flow, get_run_logger
+from prefect import flow
 
 from genenv.arms import BASE, GENERATION_ZERO, TRAIN, ArmPlan, generation_zero_differences, plan_arms
 from genenv.config import ConfigError, config_from_dict, load_config
 from genenv.errors import RerunError
-from genenv.evaluation.registry import check_item_sizes, format_item_sizes, present_benchmarks
+from genenv.evaluation.registry import format_item_sizes
 from genenv.evaluation.report import Comparison, Scored, comparison_report, shown_path
-from genenv.evaluation.runner import DEFAULT_BENCHMARKS
-from genenv.flows.evaluate import evaluate
+from genenv.flows.evaluate import benchmarks_to_score, evaluate
 from genenv.flows.evolve import evolve
 from genenv.flows.generation import run_generation
 from genenv.tasks.fork import copy_snapshot
@@ -152,15 +151,7 @@ def compare(
     before any arm runs (`benchmarks_dir`: genenv/benchmark_data.py).
     """
     plans = plan_arms(arms, config_file, overrides)
-    names, skipped = present_benchmarks(benchmarks or DEFAULT_BENCHMARKS, benchmarks_dir)
-    for line in skipped:
-        get_run_logger().warning(line)
-    if not names:
-        raise ConfigError("no benchmark to score: " + "; ".join(skipped))
-    try:
-        check_item_sizes(names, benchmarks_dir, items)
-    except ValueError as exc:
-        raise ConfigError(f"items: {exc}") from None
+    names = benchmarks_to_score(benchmarks, benchmarks_dir, items)
     training = [plan for plan in plans if plan.role == TRAIN]
     sharing = [plan for plan in plans if plan.role != BASE]
     warehouse_uri = plans[0].config.resolved_warehouse_uri

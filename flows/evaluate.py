@@ -19,6 +19,21 @@ from genenv.warehouse.schemas import now
 from genenv.warehouse.store import Warehouse
 
 
+def benchmarks_to_score(benchmarks: list[str] | None, data_dir: str | None, items: dict[str, int] | None) -> list[str]:
+    """The requested benchmarks (default: all) whose data is present, each absent one logged with what to supply;
+    refused before any model loads when none is left or `items` names a category none of them has."""
+    names, skipped = present_benchmarks(benchmarks or DEFAULT_BENCHMARKS, data_dir)
+    for line in skipped:
+        get_run_logger().warning(line)
+    if not names:
+        raise ConfigError("no benchmark to score: " + "; ".join(skipped))
+    try:
+        check_item_sizes(names, data_dir, items)
+    except ValueError as exc:
+        raise ConfigError(f"items: {exc}") from None
+    return names
+
+
 @flow(name="genenv-evaluate")
 def evaluate(
     model: str = EMBEDDED_MODEL,
@@ -41,15 +56,7 @@ def evaluate(
     run's (float32 for a base model). `data_dir` holds the benchmarks not published as packages (API-Bank,
     Bamboogle; genenv/benchmark_data.py): a benchmark whose data is absent is skipped with a warning.
     """
-    names, skipped = present_benchmarks(benchmarks or DEFAULT_BENCHMARKS, data_dir)
-    for line in skipped:
-        get_run_logger().warning(line)
-    if not names:
-        raise ConfigError("no benchmark to score: " + "; ".join(skipped))
-    try:
-        check_item_sizes(names, data_dir, items)
-    except ValueError as exc:
-        raise ConfigError(f"items: {exc}") from None
+    names = benchmarks_to_score(benchmarks, data_dir, items)
     target = resolve_target(Warehouse(warehouse_uri), model, run_id, generation, precision)
     eval_batch = f"{target.run_id}-{now():%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"
     with model_runtime():
