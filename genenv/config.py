@@ -160,6 +160,8 @@ class GenEnvConfig:
         need(0.0 <= self.alpha <= 1.0, "alpha", "must be in [0, 1]")
         need(self.beta > 0, "beta", "must be > 0")
         need(0.0 <= self.k_min <= 1.0, "k_min", "must be in [0, 1]")
+        band = f"the α band alpha ± k_min ({self.alpha} ± {self.k_min}) must lie inside [0, 1]"
+        need(self.k_min <= min(self.alpha, 1.0 - self.alpha), "k_min", band)
         need(self.rwr_lambda >= 0, "rwr_lambda", "must be >= 0")
         for name in ("warm_start_lr", "agent_lr", "simulator_lr"):
             need(0 < getattr(self, name) < 1, name, "must be in (0, 1)")

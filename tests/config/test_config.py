@@ -16,6 +16,7 @@ def test_defaults_follow_the_paper():
         ({"alpha": "1.5"}, "alpha"),
         ({"beta": "0"}, "beta"),
         ({"k_min": "-0.1"}, "k_min"),
+        ({"alpha": "0.9", "k_min": "0.2"}, "k_min"),
         ({"variations_per_seed": "0"}, "variations_per_seed"),
         ({"solved_threshold": "0"}, "solved_threshold"),
         ({"generator_reward": "nope"}, "generator_reward"),
@@ -53,8 +54,8 @@ def test_yaml_errors_are_clear(tmp_path):
 
 
 def test_int_is_accepted_for_float_fields_and_hash_ignores_names():
-    a = GenEnvConfig(alpha=1, run_name="a", data_dir="x")
-    b = GenEnvConfig(alpha=1.0, run_name="b", data_dir="y")
+    a = GenEnvConfig(alpha=1, k_min=0, run_name="a", data_dir="x")
+    b = GenEnvConfig(alpha=1.0, k_min=0.0, run_name="b", data_dir="y")
     assert a.alpha == 1.0 and isinstance(a.alpha, float)
     assert a.hash() == b.hash()
     assert a.hash() != GenEnvConfig(alpha=0.4).hash()
