@@ -10,6 +10,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from genenv.config import GenEnvConfig
 from genenv.registry import Registry
 
 GeneratorReward = Callable[[float, "CurriculumParams"], float]
@@ -19,10 +20,12 @@ register_reward = GENERATOR_REWARDS.register
 
 @dataclass(frozen=True)
 class CurriculumParams:
-    alpha: float = 0.5
-    beta: float = 2.0
-    k_min: float = 0.1
-    rwr_lambda: float = 1.0
+    """The config's curriculum fields; their defaults (the paper's) are the config's, written once there."""
+
+    alpha: float = GenEnvConfig.alpha
+    beta: float = GenEnvConfig.beta
+    k_min: float = GenEnvConfig.k_min
+    rwr_lambda: float = GenEnvConfig.rwr_lambda
 
 
 def success_rate(solved: Sequence[float]) -> float:

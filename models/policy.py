@@ -18,6 +18,7 @@ from peft import LoraConfig, PeftModel, get_peft_model
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenizerBase
 
 from genenv.atomic import atomic_path
+from genenv.config import GenEnvConfig
 from genenv.models.loading import make_readable
 
 ROLES = ("agent", "simulator")
@@ -27,8 +28,10 @@ OPTIMIZER_FILE = "optimizer.pt"
 
 @dataclass(frozen=True)
 class LoraSettings:
-    r: int = 8
-    alpha: int = 16
+    """LoRA of both adapters; rank and alpha default to the config's (`lora_r`, `lora_alpha`)."""
+
+    r: int = GenEnvConfig.lora_r
+    alpha: int = GenEnvConfig.lora_alpha
     dropout: float = 0.0
     target_modules: tuple[str, ...] = ("q_proj", "v_proj")
 
