@@ -51,7 +51,8 @@ def fork_run(
     """Create the fork holding the parent's generations 0..G-1; returns its run id."""
     warehouse = Warehouse(warehouse_uri)
     config = plan_fork(warehouse, parent_run_id, generation, overrides)
-    run_id = new_run_id(fork or f"{config.run_name}-rerun-g{generation}")
+    config = config.replace(run_name=fork or f"{config.run_name}-rerun-g{generation}")
+    run_id = new_run_id(config.run_name)
     register_run(warehouse, config, run_id, parent=(parent_run_id, generation - 1))
     copy_snapshot(warehouse, parent_run_id, run_id, generation - 1)
     return run_id

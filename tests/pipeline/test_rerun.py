@@ -67,6 +67,7 @@ def test_fork_with_another_alpha_leaves_the_parent_untouched(finished_run):
         assert_frame_equal(after[table], frame, check_row_order=False)
     assert {p: sorted((f.name, f.stat().st_mtime_ns) for f in Path(p).iterdir()) for p in checkpoints} == stamps
     assert json.loads(warehouse.run(fork_id)["config_json"])["alpha"] == 0.3
+    assert warehouse.run(fork_id)["run_name"] == "alpha-0.3"  # the fork's name, not its parent's
     for batch in warehouse.read("batches", run_id=fork_id, generation=1).iter_rows(named=True):
         if batch["p_hat"] is not None:
             assert batch["generator_reward"] == pytest.approx(math.exp(-config.beta * (batch["p_hat"] - 0.3) ** 2))
