@@ -87,7 +87,8 @@ def p_hat_histogram(batches: pl.DataFrame, alpha: float, k_min: float) -> str:
     for i, count in enumerate(counts):
         low, high = i / HISTOGRAM_BINS, (i + 1) / HISTOGRAM_BINS
         star = " ★" if low >= alpha - k_min - 1e-9 and high <= alpha + k_min + 1e-9 else ""
-        lines.append(f"| {low:.1f}–{high:.1f}{star} | {count} | `{bar(count / most)}` |")
+        drawn = bar(count / most)
+        lines.append(f"| {low:.1f}–{high:.1f}{star} | {count} | {f'`{drawn}`' if drawn else ''} |")
     lines += ["", f"{batches.height - len(p_hats)} batch(es) had no valid variation (no p̂, R_env = 0)."]
     return "\n".join(lines)
 

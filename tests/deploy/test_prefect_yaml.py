@@ -85,5 +85,6 @@ def test_text_charts():
     batches = pl.DataFrame({"p_hat": [0.45, 0.5, 0.95, None]})
     text = p_hat_histogram(batches, alpha=0.5, k_min=0.1)
     assert "| 0.4–0.5 ★ | 1 |" in text and "| 0.9–1.0 | 1 |" in text and "1 batch(es) had no valid" in text
+    assert "| 0.0–0.1 | 0 |  |" in text and "``" not in text  # an empty bin draws nothing, not a stray backtick
     svg = base64.b64decode(loss_svg({"agent grpo": [2.0, 1.0]}).split(",", 1)[1]).decode()
     assert svg.startswith("<svg") and "agent grpo" in svg
