@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 BLOCKS = " ▏▎▍▌▋▊▉█"
 SPARKS = "▁▂▃▄▅▆▇█"
 HISTOGRAM_BINS = 10
+CHART_MIN_POINTS = 5
 
 
 def artifact_key(run_id: str, *parts: object) -> str:
@@ -133,7 +134,8 @@ def loss_svg(curves: dict[str, list[float]], width: int = 480, height: int = 160
 
 
 def loss_curves(training: pl.DataFrame) -> str:
-    """Per (role, phase): steps, first and last loss, a sparkline, and the chart as an inline image."""
+    """Per (role, phase): steps, first and last loss, a sparkline, and the chart as an inline image once a curve has
+    `CHART_MIN_POINTS` steps (a chart of two dots says less than the table)."""
     if training.is_empty():
         return "**Loss curves**\n\nNo optimizer step in this generation."
     curves = {
@@ -143,6 +145,8 @@ def loss_curves(training: pl.DataFrame) -> str:
     lines = ["**Loss curves**", "", "| update | steps | first | last | curve |", "|---|---:|---:|---:|---|"]
     for name, curve in curves.items():
         lines.append(f"| {name} | {len(curve)} | {curve[0]:.4f} | {curve[-1]:.4f} | `{sparkline(curve)}` |")
+    if max(len(curve) for curve in curves.values()) < CHART_MIN_POINTS:
+        return "\n".join(lines)
     return "\n".join([*lines, "", f"![loss curves]({loss_svg(curves)})"])
 
 
@@ -154,7 +158,9 @@ def publish_generation(ref: GenerationRef, metrics: dict[str, Any], table_versio
     )
     batches = warehouse.read("batches", run_id=run_id, generation=g)
     create_markdown_artifact(
-        p_hat_histogram(batches, config.alpha, config.k_min), key=artifact_key(run_id, f"g{g}", "p-hat")
+        p_hat_histogram(batches, config.alpha, config.k_min),
+        key=artifact_key(run_id, f"g{g}", "p-hat"),
+        description=f"{run_id} generation {g}: how many seed batches the agent solved at each rate, the α band marked",
     )
     create_markdown_artifact(
         curriculum_trend(warehouse.committed(run_id)),
@@ -162,7 +168,11 @@ def publish_generation(ref: GenerationRef, metrics: dict[str, Any], table_versio
         description="success and α-band share per generation",
     )
     training = warehouse.read("training", run_id=run_id, generation=g)
-    create_markdown_artifact(loss_curves(training), key=artifact_key(run_id, f"g{g}", "losses"))
+    create_markdown_artifact(
+        loss_curves(training),
+        key=artifact_key(run_id, f"g{g}", "losses"),
+        description=f"{run_id} generation {g}: loss per optimizer step of each update",
+    )
     versions = ", ".join(f"{t} v{v}" for t, v in table_versions.items())
     root = warehouse.root_uri
     link = root if "://" in root else Path(root).resolve().as_uri()

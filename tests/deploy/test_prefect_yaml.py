@@ -12,7 +12,7 @@ import yaml
 from prefect.states import Failed
 
 from genenv.commands.stack import CPU_POOL, GPU_POOL, GPU_TEMPLATE
-from genenv.tasks.artifacts import artifact_key, bar, loss_svg, p_hat_histogram, sparkline
+from genenv.tasks.artifacts import artifact_key, bar, loss_curves, loss_svg, p_hat_histogram, sparkline
 from genenv.tasks.options import is_transient, retry_on_transient_io
 
 REPO = Path(__file__).resolve().parents[2]
@@ -88,3 +88,10 @@ def test_text_charts():
     assert "| 0.0–0.1 | 0 |  |" in text and "``" not in text  # an empty bin draws nothing, not a stray backtick
     svg = base64.b64decode(loss_svg({"agent grpo": [2.0, 1.0]}).split(",", 1)[1]).decode()
     assert svg.startswith("<svg") and "agent grpo" in svg
+
+
+def test_loss_artifact_draws_a_chart_only_with_enough_steps():
+    few = pl.DataFrame({"role": ["agent"] * 2, "phase": ["grpo"] * 2, "step": [0, 1], "loss": [2.0, 1.0]})
+    many = pl.DataFrame({"role": ["agent"] * 6, "phase": ["grpo"] * 6, "step": range(6), "loss": [3.0, 2, 2, 1, 1, 0]})
+    assert "| agent grpo | 2 | 2.0000 | 1.0000 |" in loss_curves(few) and "![loss curves]" not in loss_curves(few)
+    assert "![loss curves](data:image/svg+xml;base64," in loss_curves(many)
