@@ -113,22 +113,33 @@ def curriculum_trend(committed: pl.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def loss_svg(curves: dict[str, list[float]], width: int = 480, height: int = 160) -> str:
-    """A small line chart of the loss curves, as an SVG data URI the UI shows inline."""
+def loss_svg(curves: dict[str, list[float]], width: int = 480, height: int = 180) -> str:
+    """A line chart of the loss curves on shared axes (loss up, optimizer step across), as an SVG data URI the UI
+    shows inline."""
     colors = ("#2563eb", "#dc2626", "#059669", "#d97706")
     values = [v for curve in curves.values() for v in curve]
     low, high = min(values), max(values)
     span = (high - low) or 1.0
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}">']
+    left, top, right, bottom = 56, 10, width - 10, height - 44
+    steps = max(len(curve) for curve in curves.values())
+    dx = (right - left) / max(steps - 1, 1)
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-size="11">']
     parts.append(f'<rect width="{width}" height="{height}" fill="white" stroke="#ccc"/>')
+    parts.append(f'<polyline fill="none" stroke="#888" points="{left},{top} {left},{bottom} {right},{bottom}"/>')
+    parts += [
+        f'<text x="{left - 4}" y="{top + 8}" text-anchor="end">{high:.3g}</text>',
+        f'<text x="{left - 4}" y="{bottom}" text-anchor="end">{low:.3g}</text>',
+        f'<text x="{left}" y="{bottom + 14}">step 0</text>',
+        f'<text x="{right}" y="{bottom + 14}" text-anchor="end">step {steps - 1}</text>',
+        f'<text x="4" y="{(top + bottom) / 2}">loss</text>',
+    ]
     for i, (name, curve) in enumerate(curves.items()):
-        step = (width - 20) / max(len(curve) - 1, 1)
-        xy = [(10 + j * step, 10 + (height - 40) * (1 - (v - low) / span)) for j, v in enumerate(curve)]
+        xy = [(left + j * dx, top + (bottom - top) * (1 - (v - low) / span)) for j, v in enumerate(curve)]
         color = colors[i % len(colors)]
         points = " ".join(f"{x:.1f},{y:.1f}" for x, y in xy)
         parts.append(f'<polyline fill="none" stroke="{color}" stroke-width="2" points="{points}"/>')
-        parts += [f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{color}"/>' for x, y in xy]
-        parts.append(f'<text x="{10 + 150 * i}" y="{height - 8}" font-size="12" fill="{color}">{name}</text>')
+        parts += [f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2.5" fill="{color}"/>' for x, y in xy]
+        parts.append(f'<text x="{left + 150 * i}" y="{height - 8}" font-size="12" fill="{color}">{name}</text>')
     parts.append("</svg>")
     return "data:image/svg+xml;base64," + base64.b64encode("".join(parts).encode()).decode()
 

@@ -88,6 +88,7 @@ def test_text_charts():
     assert "| 0.0–0.1 | 0 |  |" in text and "``" not in text  # an empty bin draws nothing, not a stray backtick
     svg = base64.b64decode(loss_svg({"agent grpo": [2.0, 1.0]}).split(",", 1)[1]).decode()
     assert svg.startswith("<svg") and "agent grpo" in svg
+    assert ">step 0<" in svg and ">step 1<" in svg and ">2<" in svg and ">1<" in svg  # axes: steps and loss range
 
 
 def test_loss_artifact_draws_a_chart_only_with_enough_steps():
