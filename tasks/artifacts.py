@@ -1,5 +1,6 @@
 """Prefect artifacts: what the UI shows of each generation, and live progress of long stages.
 
+Progress cards live while a stage runs and are removed when it ends.
 Per committed generation: a summary table, the p̂ histogram, success and α-band share across generations,
 the loss curves and a link to the generation's snapshot. Charts are markdown (unicode bars, and an inline SVG
 image for losses) because the UI renders markdown and the warehouse, not Prefect, holds the data.
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
+from prefect import get_client
 from prefect.artifacts import (
     create_link_artifact,
     create_markdown_artifact,
@@ -217,3 +219,12 @@ class StageProgress(tqdm):
             update_progress_artifact(self._artifact, progress=round(100 * min(self.n / self.total, 1.0), 1))
             self._sent = time.monotonic()
         return shown
+
+    def close(self) -> None:
+        """The live card has done its job once the stage's work is done: remove it so the Artifacts tab keeps only
+        what is worth opening."""
+        super().close()
+        artifact, self._artifact = getattr(self, "_artifact", None), None
+        if artifact is not None:
+            with get_client(sync_client=True) as client:
+                client.delete_artifact(artifact)

@@ -72,3 +72,26 @@ def test_the_outermost_flow_owns_the_runtime_and_releases_it() -> None:
         assert current_runtime() is outer
     with pytest.raises(RuntimeError):
         current_runtime()
+
+
+def test_a_stage_progress_card_is_removed_when_its_work_ends(prefect_server) -> None:
+    from prefect import flow, get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterType
+
+    from genenv.tasks.context import progress_bar
+
+    def progress_cards() -> int:
+        with get_client(sync_client=True) as client:
+            kind = ArtifactFilter(type=ArtifactFilterType(any_=["progress"]))
+            return len(client.read_artifacts(artifact_filter=kind))
+
+    @flow
+    def long_stage() -> int:
+        with progress_bar("work", total=3) as bar:
+            bar.update(3)
+            during = progress_cards()
+        return during
+
+    before = progress_cards()
+    assert long_stage() == before + 1
+    assert progress_cards() == before
