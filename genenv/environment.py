@@ -8,13 +8,34 @@ from pathlib import Path
 
 
 def prepare_environment(data_dir: str) -> None:
-    """Set before Prefect or transformers are imported; values the user already set win."""
+    """Set before Prefect or transformers are imported; values the user already set win.
+
+    One Prefect server per data folder: when `genenv stack up` runs a server on this folder's database, the command
+    talks to it (and says so) instead of starting a temporary server on the same SQLite file.
+    """
     data = Path(data_dir).resolve()
     (data / "prefect").mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("HF_HOME", str(data / "hf"))
     os.environ.setdefault("PREFECT_HOME", str(data / "prefect"))
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if "PREFECT_API_URL" not in os.environ and Path(os.environ["PREFECT_HOME"]) == data / "prefect":
+        api = running_stack_api(data)
+        if api is not None:
+            os.environ["PREFECT_API_URL"] = api
+            print(f"genenv: using the Prefect server of `genenv stack up` at {api} (its UI shows this run)")
+
+
+def running_stack_api(data: Path) -> str | None:
+    """The API of the stack server started on this data folder, when it is alive and answers."""
+    from genenv.commands.stack import Stack, healthy
+
+    stack = Stack(str(data))
+    port = stack.port
+    if stack.pid("server") is None or port is None:
+        return None
+    api = stack.api_url(port)
+    return api if healthy(api) else None
 
 
 def invoked_as() -> str:

@@ -1,4 +1,5 @@
-"""`genenv stack down` leaves no flow run "Running" for ever: a run it cut off is Crashed, which Retry can resume."""
+"""One server per data folder: CLI commands use the running stack; `genenv stack down` leaves no flow run "Running"
+for ever (a run it cut off is Crashed, which Retry can resume)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from prefect import flow
 from prefect.client.orchestration import get_client
 from prefect.settings import PREFECT_API_URL, temporary_settings
 from prefect.states import Running
+
+from genenv.environment import prepare_environment
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
@@ -30,7 +33,7 @@ def _genenv(*args: str, env: dict[str, str]) -> str:
     return done.stdout.decode()
 
 
-def test_stack_down_marks_runs_in_flight_crashed(tmp_path: Path) -> None:
+def test_stack_down_marks_runs_in_flight_crashed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -39,6 +42,10 @@ def test_stack_down_marks_runs_in_flight_crashed(tmp_path: Path) -> None:
     api = f"http://127.0.0.1:{port}/api"
     _genenv("stack", "up", *stack, "--port", str(port), env=env)
     try:
+        for name in ("PREFECT_API_URL", "PREFECT_HOME"):
+            monkeypatch.delenv(name, raising=False)
+        prepare_environment(str(tmp_path))  # a CLI command on this data folder talks to the stack's server
+        assert os.environ["PREFECT_API_URL"] == api
         with temporary_settings(updates={PREFECT_API_URL: api}), get_client(sync_client=True) as client:
             flow_run = client.create_flow_run(cut_off, state=Running())
         assert "marked 1 flow run(s) in flight as Crashed" in _genenv("stack", "down", *stack, env=env)
