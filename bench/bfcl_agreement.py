@@ -17,13 +17,15 @@ reward too, so it must judge exactly as the leaderboard does. This script
 3. writes the fixture: gzip JSON lines {"category", "id", "class", "output", "valid", "error"}.
 
 tests/evaluation/test_bfcl_agreement.py then runs our checker on every record (without bfcl_eval) and asserts 100%
-agreement. `bench/bfcl_agreement.py DATA_DIR FIXTURE --compare` prints our checker's agreement with a fixture by
+agreement. `bench/bfcl_agreement.py FIXTURE --compare` prints our checker's agreement with a fixture by
 class (bfcl_eval not needed).
 
 The fixture tests/evaluation/fixtures/bfcl_agreement.jsonl.gz was made, from the repository root, with:
 
     .venv/bin/pip install --no-deps bfcl-eval==2026.3.23
-    .venv/bin/python bench/bfcl_agreement.py ../shared/benchmarks/bfcl tests/evaluation/fixtures/bfcl_agreement.jsonl.gz
+    .venv/bin/python bench/bfcl_agreement.py tests/evaluation/fixtures/bfcl_agreement.jsonl.gz
+
+The BFCL data is the installed package's (`--data DIR` for another copy with the same layout).
 
 Install bfcl-eval with --no-deps only: its dependency tree is heavy and conflicts with ours. The few imports the
 official decode/check path drags in that are not needed (API handlers, tree-sitter parsers for Java/JS, tenacity,
@@ -47,6 +49,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from genenv.benchmark_data import require_bfcl_dir
 
 SEED = 20260323
 PINNED = "bfcl-eval==2026.3.23"
@@ -1117,14 +1121,19 @@ def compare(data_dir: Path, fixture: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("data_dir", type=Path, help="BFCL data: BFCL_v4_<category>.json and possible_answer/")
     parser.add_argument("out", type=Path, help="fixture to write (gzip JSON lines)")
+    parser.add_argument(
+        "--data",
+        type=Path,
+        help="BFCL data (BFCL_v4_<category>.json, possible_answer/); default: the bfcl-eval package's",
+    )
     parser.add_argument("--compare", action="store_true", help="do not build: compare our checker with `out`")
     args = parser.parse_args()
+    data_dir = args.data or require_bfcl_dir()
     if args.compare:
-        compare(args.data_dir, args.out)
+        compare(data_dir, args.out)
     else:
-        build(args.data_dir, args.out)
+        build(data_dir, args.out)
 
 
 if __name__ == "__main__":
