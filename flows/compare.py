@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import polars as pl
-from prefect import flow
+from prefect import flow, tags
 
 from genenv.arms import BASE, GENERATION_ZERO, TRAIN, ArmPlan, generation_zero_differences, plan_arms
 from genenv.config import ConfigError, config_from_dict, load_config
@@ -27,6 +28,7 @@ from genenv.evaluation.report import Comparison, Scored, comparison_report, show
 from genenv.flows.evaluate import benchmarks_to_score, evaluate
 from genenv.flows.evolve import evolve
 from genenv.flows.generation import run_generation
+from genenv.flows.parameters import ConfigOverrides, override_values
 from genenv.tasks.fork import copy_snapshot
 from genenv.tasks.options import stage
 from genenv.tasks.runs import new_run_id, register_run
@@ -66,7 +68,7 @@ def fork_generation_zero(warehouse_uri: str, parent_run_id: str, config: dict, r
 def command_line(
     arms: list[str],
     config_file: str | None,
-    overrides: dict[str, str] | None,
+    overrides: dict[str, Any] | None,
     benchmarks: list[str],
     benchmarks_dir: str | None,
     limit: int | None,
@@ -77,7 +79,8 @@ def command_line(
     parts = ["genenv compare", f"--arms {','.join(arms)}"]
     if config_file:
         parts.append(f"--config {shown_path(config_file)}")
-    parts += [f"--set {name}={shown_path(value)}" for name, value in (overrides or {}).items()]
+    for name, value in (overrides or {}).items():
+        parts.append(f"--set {name}={shown_path(value if isinstance(value, str) else json.dumps(value))}")
     parts.append(f"--benchmarks {','.join(benchmarks)}")
     if benchmarks_dir:
         parts.append(f"--benchmarks-dir {shown_path(benchmarks_dir)}")
@@ -135,7 +138,7 @@ def paired_labels(plans: list[ArmPlan]) -> list[tuple[str, str]]:
 def compare(
     arms: list[str],
     config_file: str | None = None,
-    overrides: dict[str, str] | None = None,
+    overrides: ConfigOverrides | None = None,
     benchmarks: list[str] | None = None,
     benchmarks_dir: str | None = None,
     limit: int | None = None,
@@ -150,6 +153,7 @@ def compare(
     `every_generation`), and base when it is an arm. A benchmark whose data is absent is skipped with a warning
     before any arm runs (`benchmarks_dir`: genenv/benchmark_data.py).
     """
+    overrides = override_values(overrides)
     plans = plan_arms(arms, config_file, overrides)
     names = benchmarks_to_score(benchmarks, benchmarks_dir, items)
     training = [plan for plan in plans if plan.role == TRAIN]
@@ -160,15 +164,16 @@ def compare(
         runs: dict[str, str] = {}
         shared: str | None = None
         for plan in training:
-            if shared is None:
-                shared = runs[plan.arm] = evolve(config=plan.config.to_dict())
-                continue
-            fork_id = fork_generation_zero(
-                warehouse_uri, shared, plan.config.to_dict(), new_run_id(plan.config.run_name)
-            )
-            for generation in range(1, plan.config.generations + 1):
-                run_generation(warehouse_uri, fork_id, generation)
-            runs[plan.arm] = fork_id
+            with tags(f"arm:{plan.arm}"):
+                if shared is None:
+                    shared = runs[plan.arm] = evolve(config=plan.config.to_dict())
+                    continue
+                fork_id = fork_generation_zero(
+                    warehouse_uri, shared, plan.config.to_dict(), new_run_id(plan.config.run_name)
+                )
+                for generation in range(1, plan.config.generations + 1):
+                    run_generation(warehouse_uri, fork_id, generation)
+                runs[plan.arm] = fork_id
         if shared is None and sharing:
             shared = evolve(config=sharing[0].config.to_dict())
         for plan in sharing:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from prefect import flow
+from prefect import flow, tags
 
+from genenv.arms import arm_of
 from genenv.config import config_from_dict, load_config
 from genenv.flows.generation import run_generation
+from genenv.flows.parameters import ConfigOverrides, override_values
 from genenv.tasks.runs import flow_run_run_id, name_flow_run, start_run, stored_config
 from genenv.tasks.runtime import model_runtime
 from genenv.warehouse.store import Warehouse
@@ -17,26 +19,34 @@ from genenv.warehouse.store import Warehouse
 def evolve(
     config: dict[str, Any] | None = None,
     config_file: str | None = None,
-    overrides: dict[str, Any] | None = None,
+    overrides: ConfigOverrides | None = None,
     run_id: str | None = None,
 ) -> str:
     """Generation 0 (seeds, warm start) then generations 1..T; resumes after the last committed one.
 
-    The config is `config` (all fields), or `config_file` (YAML) with `overrides` on top, as deployments
-    pass it. With `run_id` of an existing run, the run resumes with its stored config: the file and overrides
-    apply on top of it, and one that would change how results are made is refused (start_run). Without it, the
-    run id comes from this flow run, so Retry in the UI (the same flow run again) resumes the same run.
+    Without `run_id`, the run id comes from this flow run, so Retry in the UI (the same flow run again) resumes
+    the same run.
+
+    Args:
+        config: Every config field at once (a resolved config, as `genenv config` prints it); when given, the
+            file and overrides are ignored.
+        config_file: YAML config file, relative to the deployment's working folder (e.g. configs/demo.yaml).
+        overrides: Config fields to set on top of the file; empty fields keep the file's value.
+        run_id: An existing genenv run to resume with its stored config; the file and overrides apply on top,
+            and one that would change how results are made is refused.
     """
+    overrides = override_values(overrides)
     settings = config_from_dict(config) if config is not None else load_config(config_file, overrides)
     stored = stored_config(Warehouse(settings.resolved_warehouse_uri), run_id) if run_id else None
     if stored is not None and config is None:
         located = {"data_dir": settings.data_dir, "warehouse_uri": settings.warehouse_uri}
         settings = load_config(config_file, overrides, base=stored.replace(**located))
     run_id = start_run(settings, run_id or flow_run_run_id(settings.run_name))
-    name_flow_run(run_id, [f"run:{settings.run_name}", f"domain:{settings.domain}"])
+    run_tags = [f"run:{settings.run_name}", f"arm:{arm_of(settings)}", f"domain:{settings.domain}"]
+    name_flow_run(run_id, run_tags)
     warehouse_uri = settings.resolved_warehouse_uri
     done = set(Warehouse(warehouse_uri).committed(run_id)["generation"].to_list())
-    with model_runtime():
+    with model_runtime(), tags(*run_tags):  # the generation subflows and their stages carry the run's tags too
         for generation in range(settings.generations + 1):
             if generation not in done:
                 run_generation(warehouse_uri, run_id, generation)

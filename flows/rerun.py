@@ -5,6 +5,7 @@ from __future__ import annotations
 from prefect import flow
 
 from genenv.flows.generation import run_generation
+from genenv.flows.parameters import ConfigOverrides, override_values
 from genenv.tasks.fork import fork_run
 
 
@@ -14,9 +15,17 @@ def rerun_generation(
     run_id: str,
     generation: int,
     fork: str | None = None,
-    overrides: dict[str, str] | None = None,
+    overrides: ConfigOverrides | None = None,
 ) -> str:
-    """Fork `run_id` at generation G-1 (adapters, pools, config, seeds), apply `overrides`, run generation G."""
-    fork_id = fork_run(warehouse_uri, run_id, generation, fork, overrides)
+    """Fork `run_id` at generation G-1 (adapters, pools, config, seeds), apply `overrides`, run generation G.
+
+    Args:
+        warehouse_uri: Root of the warehouse holding the run (a folder or s3://...).
+        run_id: The genenv run to fork (`genenv runs` lists them).
+        generation: The generation G to run again, from the snapshot of G-1.
+        fork: Name of the new run (its run_name); empty: `<parent name>-rerun-g<G>`.
+        overrides: Config fields to change in the fork; empty fields keep the parent's value.
+    """
+    fork_id = fork_run(warehouse_uri, run_id, generation, fork, override_values(overrides))
     run_generation(warehouse_uri, fork_id, generation)
     return fork_id

@@ -7,6 +7,7 @@ the agent's sample budget per generation. A new arm is one entry here.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from genenv.config import ConfigError, GenEnvConfig, load_config
 
@@ -20,6 +21,16 @@ ARMS: dict[str, dict[str, str]] = {
 """genenv: the method. genenv-random: the simulator stays frozen after the warm start. static: the frozen
 simulator writes one task set (generation 1) that every generation reuses. warm-start-only: generation 0
 only. base: the untrained model (no warm start, no generation)."""
+
+
+def arm_of(config: GenEnvConfig) -> str:
+    """The arm a config is: the most specific preset whose every field it has (genenv when none other fits)."""
+    values = config.to_dict()
+
+    def fits(preset: dict[str, str]) -> bool:
+        return all(load_config(None, {name: text}).to_dict()[name] == values[name] for name, text in preset.items())
+
+    return max((arm for arm, preset in ARMS.items() if fits(preset)), key=lambda arm: len(ARMS[arm]))
 
 
 def arm_overrides(arm: str) -> dict[str, str]:
@@ -59,7 +70,7 @@ class ArmPlan:
     config: GenEnvConfig
 
 
-def plan_arms(arms: list[str], config_file: str | None, overrides: dict[str, str] | None) -> list[ArmPlan]:
+def plan_arms(arms: list[str], config_file: str | None, overrides: dict[str, Any] | None) -> list[ArmPlan]:
     """Every arm's config from the shared config; refuses arms that could not share generation 0."""
     if not arms:
         raise ConfigError("arms: empty list")

@@ -2,8 +2,9 @@
 
 Progress cards live while a stage runs and are removed when it ends.
 Per committed generation: a summary table, the p̂ histogram, success and α-band share across generations,
-the loss curves and a link to the generation's snapshot. Charts are markdown (unicode bars, and an inline SVG
-image for losses) because the UI renders markdown and the warehouse, not Prefect, holds the data.
+the loss curves and the generation's snapshot (the Delta version of each table). Charts are markdown (unicode
+bars, and an inline SVG image for losses) because the UI renders markdown and the warehouse, not Prefect, holds
+the data.
 Keys are `genenv-<run>-g<g>-<what>`; the cross-generation trend is one key per run, versioned each generation.
 """
 
@@ -13,13 +14,11 @@ import base64
 import json
 import re
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
 from prefect import get_client
 from prefect.artifacts import (
-    create_link_artifact,
     create_markdown_artifact,
     create_progress_artifact,
     create_table_artifact,
@@ -186,16 +185,12 @@ def publish_generation(ref: GenerationRef, metrics: dict[str, Any], table_versio
         key=artifact_key(run_id, f"g{g}", "losses"),
         description=f"{run_id} generation {g}: loss per optimizer step of each update",
     )
-    versions = ", ".join(f"{t} v{v}" for t, v in table_versions.items())
-    root = warehouse.root_uri
-    link = root if "://" in root else Path(root).resolve().as_uri()
-    create_link_artifact(
-        link,
-        link_text=f"{run_id} generation {g} snapshot",
+    create_table_artifact(
+        [{"table": table, "delta_version": version} for table, version in table_versions.items()],
         key=artifact_key(run_id, f"g{g}", "snapshot"),
         description=(
-            f"Delta versions: {versions}. Query it with "
-            f'`genenv sql --warehouse {root} --run {run_id} --as-of-generation {g} "SELECT ..."`'
+            f"{run_id} generation {g}: the Delta version of every table it committed, in {warehouse.root_uri}. "
+            f'Query it with `genenv sql --warehouse {warehouse.root_uri} --run {run_id} --as-of-generation {g} "..."`'
         ),
     )
 

@@ -8,6 +8,7 @@ into the parent run. Everything is checked before the first write.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import polars as pl
 
@@ -21,7 +22,7 @@ from genenv.warehouse.store import Warehouse
 
 
 def plan_fork(
-    warehouse: Warehouse, parent_run_id: str, generation: int, overrides: dict[str, str] | None
+    warehouse: Warehouse, parent_run_id: str, generation: int, overrides: dict[str, Any] | None
 ) -> GenEnvConfig:
     """Validate the request and return the fork's config; raises RerunError or ConfigError."""
     parent = warehouse.read("runs", run_id=parent_run_id)
@@ -46,7 +47,7 @@ def plan_fork(
 
 @stage("fork-run")
 def fork_run(
-    warehouse_uri: str, parent_run_id: str, generation: int, fork: str | None, overrides: dict[str, str] | None
+    warehouse_uri: str, parent_run_id: str, generation: int, fork: str | None, overrides: dict[str, Any] | None
 ) -> str:
     """Create the fork holding the parent's generations 0..G-1; returns its run id."""
     warehouse = Warehouse(warehouse_uri)

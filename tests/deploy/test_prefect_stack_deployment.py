@@ -28,6 +28,7 @@ from prefect.client.schemas.filters import (
     LogFilterFlowRunId,
 )
 from prefect.client.schemas.objects import FlowRun
+from prefect.exceptions import PrefectHTTPStatusError
 from prefect.settings import PREFECT_API_URL, temporary_settings
 from prefect.states import Cancelling
 
@@ -79,12 +80,12 @@ def stack(tmp_path_factory):
         _genenv("stack", "down", "--data-dir", str(data), env=env)
 
 
-def tiny_overrides(model: Path, data_dir: Path, generations: int) -> dict[str, str]:
-    """The nightly deployment's config file (configs/demo.yaml) shrunk to the tiny model, as `--set` strings."""
-    values = dict(
+def tiny_overrides(model: Path, data_dir: Path, generations: int) -> dict[str, object]:
+    """The nightly deployment's config file (configs/demo.yaml) shrunk to the tiny model, typed as the form sends."""
+    return dict(
         run_name="deploy-test",
-        model=model,
-        data_dir=data_dir,
+        model=str(model),
+        data_dir=str(data_dir),
         benchmarks_dir="",
         precision="float32",
         generations=generations,
@@ -100,10 +101,9 @@ def tiny_overrides(model: Path, data_dir: Path, generations: int) -> dict[str, s
         train_batch_size=16,
         generation_batch_size=32,
     )
-    return {k: str(v) for k, v in values.items()}
 
 
-def start(stack: LocalStack, overrides: dict[str, str]) -> FlowRun:
+def start(stack: LocalStack, overrides: dict[str, object]) -> FlowRun:
     return stack.client.create_flow_run_from_deployment(stack.deployment_id, parameters={"overrides": overrides})
 
 
@@ -158,7 +158,10 @@ def test_the_evolve_deployment_runs_every_stage_through_the_worker(stack, comple
     assert flow_run.state.is_completed(), flow_run.state.message
     assert flow_run.work_pool_name == "genenv-cpu"
     assert stage_names(stack, flow_run) == {"start-run": "Completed", "genenv-generation": "Completed"}
+    assert flow_run.name == run_id
     subflows = generation_runs(stack, run_id, 1)
+    for run in (flow_run, *subflows.values()):
+        assert {"run:deploy-test", "arm:genenv", "domain:tool_call"} <= set(run.tags), run.name
     zero = ("seed-pool", "warm-start", "evaluate-heldout", "commit")
     genenv = ("generate", "rollout", "verify", "rewards", "finetune", "evaluate-heldout", "commit")
     for generation, stages in ((0, zero), (1, genenv)):
@@ -192,22 +195,37 @@ def wait_for_log(stack, flow_run_id, prefix: str, seconds: float = 30.0) -> bool
     return False
 
 
+def test_the_run_form_is_typed_and_refuses_a_wrong_value_by_name(stack):
+    schema = stack.client.read_deployment(stack.deployment_id).parameter_openapi_schema
+    fields = schema["definitions"]["ConfigOverrides"]["properties"]
+    assert {"type": "integer"} in fields["generations"]["anyOf"]
+    assert fields["alpha"]["description"].startswith("Target success rate")
+    assert fields["warm_start"]["description"].endswith("Default: True.")
+    for wrong, field in (({"generations": "many"}, "generations"), ({"genrations": 1}, "genrations")):
+        with pytest.raises(PrefectHTTPStatusError, match=f"Validation failed for field 'overrides.*{field}"):
+            start(stack, wrong)
+
+
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)")
-def test_the_ui_shows_the_run_and_its_artifacts(stack, completed, tmp_path):
-    _, run_id = completed
+def test_the_ui_shows_the_runs_the_form_and_the_artifacts(stack, completed, tmp_path):
+    evolve_run, run_id = completed
     subflow = generation_runs(stack, run_id, 1)[1]
     summary = stack.client.read_artifacts(
         artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[artifact_key(run_id, "g1", "summary")]))
     )[0]
-    pages = {
-        "flow-run": f"{stack.ui}/runs/flow-run/{subflow.id}",
-        "summary-artifact": f"{stack.ui}/artifacts/artifact/{summary.id}",
+    pages = {  # screenshot name: (page, what its DOM must show)
+        "runs": (f"{stack.ui}/runs", run_id),
+        "run-form": (f"{stack.ui}/deployments/deployment/{stack.deployment_id}/run", "GenEnv generations T"),
+        "flow-run": (f"{stack.ui}/runs/flow-run/{subflow.id}", subflow.name),
+        "artifacts": (f"{stack.ui}/artifacts", artifact_key(run_id, "g1", "p-hat")),
+        "summary-artifact": (f"{stack.ui}/artifacts/artifact/{summary.id}", "valid_rate"),
     }
-    browser = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1280,900"]
-    browser.append("--virtual-time-budget=15000")
-    for name, url in pages.items():
+    assert evolve_run.name == run_id
+    browser = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1280,1100"]
+    browser += ["--virtual-time-budget=20000", "--run-all-compositor-stages-before-draw"]
+    for name, (url, shown) in pages.items():
         dom = subprocess.run([*browser, "--dump-dom", url], capture_output=True, text=True, timeout=90).stdout
-        assert subflow.name in dom if name == "flow-run" else "valid_rate" in dom
+        assert shown in dom, f"{name}: {shown!r} not on {url}"
         shot = tmp_path / f"{name}.png"
         subprocess.run([*browser, f"--screenshot={shot}", url], capture_output=True, timeout=90, check=True)
         assert shot.stat().st_size > 20_000

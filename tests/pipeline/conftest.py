@@ -1,3 +1,4 @@
+import polars as pl
 import pytest
 
 from genenv.config import GenEnvConfig
@@ -32,3 +33,12 @@ def small_config(model_dir, data_dir) -> GenEnvConfig:
         train_batch_size=16,
         generation_batch_size=32,
     )
+
+
+def comparable(frame: pl.DataFrame, run_id: str) -> pl.DataFrame:
+    """A run's rows without what differs between two runs of one config (run ids, timings), in a fixed order."""
+    frame = frame.drop("run_id", *[c for c in ("seconds",) if c in frame.columns])
+    for column in ("task_id", "batch_id", "trajectory_id", "seed_task_id"):
+        if column in frame.columns:
+            frame = frame.with_columns(pl.col(column).str.replace_all(f"{run_id}/", "", literal=True))
+    return frame.sort(frame.columns[:4], nulls_last=True)

@@ -8,6 +8,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
+from prefect import get_client
+from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterName
 
 from genenv.arms import ARMS, BASE, GENERATION_ZERO, TRAIN, arm_overrides, generation_zero_differences, plan_arms
 from genenv.config import ConfigError, GenEnvConfig, load_config
@@ -100,6 +102,13 @@ def test_compare_shares_generation_zero_and_scores_one_item_sample(
             mine = warehouse.read(table, run_id=fork, generation=0).drop("run_id")
             theirs = warehouse.read(table, run_id=shared, generation=0).drop("run_id")
             assert_frame_equal(mine, theirs, check_row_order=False)
+
+    # Each arm's flow runs carry its tag, forks included, so the Runs page can filter by arm.
+    with get_client(sync_client=True) as client:
+        for arm, run_id in by_arm.items():
+            names = [run_id, *(f"{run_id}-g{g}" for g in (1, 2))]
+            flow_runs = client.read_flow_runs(flow_run_filter=FlowRunFilter(name=FlowRunFilterName(any_=names)))
+            assert flow_runs and all(f"arm:{arm}" in run.tags for run in flow_runs), arm
 
     # Equal budgets, and each arm's own training.
     for run_id in by_arm.values():

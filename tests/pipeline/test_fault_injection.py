@@ -15,6 +15,7 @@ from polars.testing import assert_frame_equal
 
 from genenv.warehouse.schemas import GENERATION_TABLES
 from genenv.warehouse.store import Warehouse
+from tests.pipeline.conftest import comparable
 
 pytestmark = pytest.mark.slow
 
@@ -40,14 +41,6 @@ CRASH_POINTS = [  # in the order the pipeline reaches them: each resume runs unt
     "g1:before:commit",
     "g1:end:commit",
 ]
-
-
-def comparable(frame: pl.DataFrame, run_id: str) -> pl.DataFrame:
-    frame = frame.drop("run_id", *[c for c in ("seconds",) if c in frame.columns])
-    for column in ("task_id", "batch_id", "trajectory_id", "seed_task_id"):
-        if column in frame.columns:
-            frame = frame.with_columns(pl.col(column).str.replace_all(f"{run_id}/", "", literal=True))
-    return frame.sort(frame.columns[:4], nulls_last=True)
 
 
 def evolve_in_subprocess(config_file: Path, run_id: str, crash_at: str | None) -> int:

@@ -1,7 +1,8 @@
 """Retry in the Prefect UI re-executes the same flow run: it must continue the same genenv run, not start a new one.
 
 The flow run is executed the way a worker executes it (`python -m prefect.engine` with PREFECT__FLOW_RUN_ID), killed
-mid-generation, set to Scheduled exactly as the UI's Retry button does, and executed again.
+mid-generation, set to Scheduled exactly as the UI's Retry button does, and executed again; its tables must equal
+those of a run that was never interrupted.
 """
 
 from __future__ import annotations
@@ -12,12 +13,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import polars as pl
 import pytest
+from polars.testing import assert_frame_equal
 from prefect import get_client
 from prefect.states import Scheduled
 
+from genenv.warehouse.schemas import GENERATION_TABLES
 from genenv.warehouse.store import Warehouse
-from tests.pipeline.conftest import small_config
+from tests.pipeline.conftest import comparable
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
@@ -36,10 +40,11 @@ def execute_flow_run(flow_run_id: str, crash_at: str = "") -> int:
     return subprocess.run(command, cwd=REPO, env=env, capture_output=True, timeout=600).returncode
 
 
-def test_retry_of_a_killed_flow_run_resumes_the_same_genenv_run(tiny_model_dir, prefect_server, tmp_path):
+def test_retry_of_a_killed_flow_run_resumes_the_same_genenv_run(finished_run, prefect_server, tmp_path):
     from genenv.flows.evolve import evolve
 
-    config = small_config(tiny_model_dir, tmp_path).replace(generations=1, run_name="retried")
+    reference_config, reference_run, reference = finished_run
+    config = reference_config.replace(data_dir=str(tmp_path), generations=1)
     deployment_id = evolve.to_deployment(name="retry-test").apply()
     with get_client(sync_client=True) as client:
         flow_run = client.create_flow_run_from_deployment(deployment_id, parameters={"config": config.to_dict()})
@@ -54,4 +59,8 @@ def test_retry_of_a_killed_flow_run_resumes_the_same_genenv_run(tiny_model_dir, 
     assert warehouse.committed(runs[0])["generation"].to_list() == [0, 1]
     assert finished.state.is_completed()
     assert finished.name == runs[0]
-    assert {"run:retried", "domain:tool_call"} <= set(finished.tags)
+    assert {f"run:{config.run_name}", "arm:genenv", "domain:tool_call"} <= set(finished.tags)
+    for table in GENERATION_TABLES:
+        retried = warehouse.read(table, run_id=runs[0])
+        uninterrupted = reference.read(table, run_id=reference_run).filter(pl.col("generation") <= 1)
+        assert_frame_equal(comparable(retried, runs[0]), comparable(uninterrupted, reference_run))

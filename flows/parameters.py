@@ -1,0 +1,40 @@
+"""The config as typed flow parameters, so the Prefect run form shows every field with its type and help.
+
+`ConfigOverrides` is made from `GenEnvConfig` (the single source of truth): one optional field per config field,
+its help as the description and its default named in it. A field left empty keeps the config file's value (or
+the default). Prefect validates the form before the flow starts, so a wrong type or an unknown field fails
+naming it; the ranges are checked by `load_config` when the flow starts, still before any model loads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, get_type_hints
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from genenv.config import GenEnvConfig
+
+_HINTS = get_type_hints(GenEnvConfig)
+
+
+def _override_field(field: dataclasses.Field, kind: type) -> tuple[Any, Any]:
+    shown = repr(field.default) if field.default != "" else "empty"
+    return kind | None, Field(default=None, description=f"{field.metadata['help']} Default: {shown}.")
+
+
+ConfigOverrides: type[BaseModel] = create_model(
+    "ConfigOverrides",
+    __config__=ConfigDict(extra="forbid"),
+    __doc__="Config fields to set on top of the config file; empty ones keep the file's value.",
+    **{field.name: _override_field(field, _HINTS[field.name]) for field in dataclasses.fields(GenEnvConfig)},
+)
+
+
+def override_values(overrides: BaseModel | dict[str, Any] | None) -> dict[str, Any]:
+    """The fields a form or caller set, as `load_config` takes them."""
+    if overrides is None:
+        return {}
+    if isinstance(overrides, dict):
+        overrides = ConfigOverrides.model_validate(overrides)
+    return overrides.model_dump(exclude_none=True)
