@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from polars.testing import assert_frame_equal
 from prefect.client.orchestration import SyncPrefectClient, get_client
 from prefect.client.schemas.filters import (
     ArtifactFilter,
@@ -30,11 +32,13 @@ from prefect.client.schemas.filters import (
 from prefect.client.schemas.objects import FlowRun
 from prefect.exceptions import PrefectHTTPStatusError
 from prefect.settings import PREFECT_API_URL, temporary_settings
-from prefect.states import Cancelling
+from prefect.states import Cancelling, Scheduled
 
 from genenv.tasks.artifacts import artifact_key
 from genenv.warehouse.query import query
+from genenv.warehouse.schemas import GENERATION_TABLES
 from genenv.warehouse.store import Warehouse
+from tests.pipeline.conftest import comparable
 
 pytestmark = pytest.mark.slow
 
@@ -42,6 +46,8 @@ REPO = Path(__file__).resolve().parents[2]
 DEPLOYMENT = "genenv-evolve/evolve-nightly"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 PER_GENERATION = ("summary", "p-hat", "losses", "snapshot")
+LATE_CRASH_REPORT = "Flow run infrastructure exited with non-zero status code"
+"""How a process worker's second report of a killed flow process begins (the first says "Process exited")."""
 
 
 @dataclass
@@ -133,7 +139,7 @@ def generation_runs(stack: LocalStack, run_id: str, generations: int) -> dict[in
 def stage_names(stack: LocalStack, flow_run: FlowRun) -> dict[str, str]:
     """Stage name -> state name of the task runs of one flow run."""
     runs = stack.client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run.id])))
-    return {r.name.rsplit("-", 1)[0]: r.state.name for r in runs}
+    return {r.name.rsplit("-", 1)[0]: r.state.name if r.state else "Pending" for r in runs}
 
 
 def wait_for_stage(stack: LocalStack, run_id: str, generation: int, stage: str, timeout: float = 120) -> None:
@@ -150,11 +156,11 @@ def wait_for_stage(stack: LocalStack, run_id: str, generation: int, stage: str, 
 def completed(stack, tiny_model_dir, tmp_path_factory):
     data = tmp_path_factory.mktemp("completed")
     flow_run = wait_final(stack, start(stack, tiny_overrides(tiny_model_dir, data, generations=1)).id)
-    return flow_run, run_id_of(data)
+    return flow_run, run_id_of(data), Warehouse(str(data / "warehouse"))
 
 
 def test_the_evolve_deployment_runs_every_stage_through_the_worker(stack, completed):
-    flow_run, run_id = completed
+    flow_run, run_id, _ = completed
     assert flow_run.state.is_completed(), flow_run.state.message
     assert flow_run.work_pool_name == "genenv-cpu"
     assert stage_names(stack, flow_run) == {"start-run": "Completed", "genenv-generation": "Completed"}
@@ -171,7 +177,7 @@ def test_the_evolve_deployment_runs_every_stage_through_the_worker(stack, comple
 
 
 def test_each_generation_publishes_artifacts_and_logs_its_summary(stack, completed):
-    _, run_id = completed
+    _, run_id, _ = completed
     keys = [artifact_key(run_id, f"g{g}", what) for g in (0, 1) for what in PER_GENERATION]
     keys.append(artifact_key(run_id, "curriculum"))
     found = stack.client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=keys)))
@@ -208,7 +214,7 @@ def test_the_run_form_is_typed_and_refuses_a_wrong_value_by_name(stack):
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)")
 def test_the_ui_shows_the_runs_the_form_and_the_artifacts(stack, completed, tmp_path):
-    evolve_run, run_id = completed
+    evolve_run, run_id, _ = completed
     subflow = generation_runs(stack, run_id, 1)[1]
     summary = stack.client.read_artifacts(
         artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[artifact_key(run_id, "g1", "summary")]))
@@ -231,6 +237,40 @@ def test_the_ui_shows_the_runs_the_form_and_the_artifacts(stack, completed, tmp_
         assert shot.stat().st_size > 20_000
         if folder := os.environ.get("GENENV_UI_SCREENSHOTS"):
             shutil.copy(shot, REPO / folder / f"{name}.png")
+
+
+def test_retry_of_a_flow_run_killed_under_the_worker_continues_it_to_the_same_tables(
+    stack, completed, tiny_model_dir, tmp_path
+):
+    """The worker's flow process is killed mid-generation; Retry (as the UI sends it) resumes the genenv run."""
+    _, reference_run, reference = completed
+    flow_run = start(stack, tiny_overrides(tiny_model_dir, tmp_path, generations=1))
+    run_id = run_id_of(tmp_path)
+    wait_for_stage(stack, run_id, 1, "rollout")
+    os.kill(int(stack.client.read_flow_run(flow_run.id).infrastructure_pid), signal.SIGKILL)  # the process worker's pid
+    assert wait_final(stack, flow_run.id, timeout=60).state.is_crashed()
+    assert retry(stack, flow_run.id).state.is_completed()
+
+    warehouse = Warehouse(str(tmp_path / "warehouse"))
+    assert warehouse.read("runs")["run_id"].to_list() == [run_id]
+    assert warehouse.committed(run_id)["generation"].to_list() == [0, 1]
+    for table in GENERATION_TABLES:
+        retried, uninterrupted = warehouse.read(table, run_id=run_id), reference.read(table, run_id=reference_run)
+        assert_frame_equal(comparable(retried, run_id), comparable(uninterrupted, reference_run))
+
+
+def retry(stack: LocalStack, flow_run_id, attempts: int = 3) -> FlowRun:
+    """Retry as the UI's button does, until the run ends otherwise than overwritten.
+
+    A process worker reports a killed flow process twice: at once, then once it has loaded the flow for its crash
+    hooks, seconds later. A Retry sent in between is turned Crashed by that second report before it runs; a person
+    then presses Retry again, and so does this."""
+    for _ in range(attempts):
+        stack.client.set_flow_run_state(flow_run_id, Scheduled(name="AwaitingRetry"), force=True)
+        run = wait_final(stack, flow_run_id)
+        if not (run.state.is_crashed() and run.state.message.startswith(LATE_CRASH_REPORT)):
+            return run
+    raise AssertionError(f"every Retry was overwritten: {run.state.message}")
 
 
 def test_a_cancelled_run_leaves_no_half_written_generation(stack, tiny_model_dir, tmp_path):
