@@ -24,10 +24,11 @@ def list_runs(args: argparse.Namespace) -> int:
     from genenv.warehouse.query import query
     from genenv.warehouse.store import Warehouse
 
+    # last_generation: the last committed generation (a run of T generations ends at T; generation 0 is the warm start).
     table = query(
         Warehouse(args.warehouse),
         "SELECT r.run_id, r.run_name, r.created_at, r.model, "
-        "r.parent_run_id || ' @g' || r.parent_generation AS parent, count(g.generation) AS generations "
+        "r.parent_run_id || ' @g' || r.parent_generation AS parent, max(g.generation) AS last_generation "
         "FROM runs r LEFT JOIN generations g USING (run_id) GROUP BY ALL ORDER BY r.created_at",
     )
     _print(table)

@@ -88,3 +88,12 @@ def test_compare_flags():
     args = build_parser().parse_args(["compare", "--items", "simple_python=200,parallel=0", "--every-generation"])
     assert (args.items, args.every_generation, args.limit) == ("simple_python=200,parallel=0", True, None)
     assert build_parser().parse_args(["compare"]).every_generation is False
+
+
+def test_runs_lists_each_run_with_its_last_committed_generation(tmp_path, capsys):
+    root = tmp_path / "wh"
+    _filled_warehouse(root)  # generations 0 and 1 committed, 2 half-written
+    assert main(["runs", "--warehouse", str(root)]) == 0
+    table = capsys.readouterr().out
+    assert "last_generation" in table
+    assert [line.strip("│ ").split()[-1] for line in table.splitlines() if line.startswith("│ r1")] == ["1"]
