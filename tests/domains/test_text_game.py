@@ -4,6 +4,7 @@ played turn by turn, and the shipped seed set's measured difficulty reproduced."
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
 import subprocess
 import sys
@@ -12,6 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from genenv.domains.base import ValidationContext
+from genenv.domains.text_game import tasks
+from genenv.domains.text_game.engine import GameRejected, _check_walkthrough, compile_game, play, random_agent_success
 from genenv.domains.text_game.spec import GameSpec, SpecError
 
 SHIPPED = [
@@ -50,14 +54,8 @@ def test_the_shipped_seeds_span_easy_to_hard():
     assert means[0] >= 0.8 and means[-1] <= 0.1
 
 
-textworld = pytest.importorskip("textworld", reason="the text-game extra is not installed")
-
-from genenv.domains.text_game.engine import (  # noqa: E402  (after the skip: these need TextWorld)
-    GameRejected,
-    _check_walkthrough,
-    compile_game,
-    play,
-    random_agent_success,
+needs_textworld = pytest.mark.skipif(
+    importlib.util.find_spec("textworld") is None, reason="the text-game extra (TextWorld) is not installed"
 )
 
 
@@ -66,6 +64,7 @@ def game(tmp_path_factory):
     return compile_game(GameSpec(rooms=3, objects=6, quest_length=4, seed=7), tmp_path_factory.mktemp("games"))
 
 
+@needs_textworld
 def test_a_spec_compiles_to_the_same_game_in_another_process(game, tmp_path):
     script = (
         "import sys; from pathlib import Path; from genenv.domains.text_game.spec import GameSpec; "
@@ -78,6 +77,7 @@ def test_a_spec_compiles_to_the_same_game_in_another_process(game, tmp_path):
     assert len(game.walkthrough) == 4 and game.objective.strip()
 
 
+@needs_textworld
 def test_an_episode_is_played_turn_by_turn_and_the_walkthrough_wins(game):
     commands = iter(game.walkthrough)
     won = play(game, lambda observation, turns: next(commands), max_steps=10)
@@ -89,6 +89,7 @@ def test_an_episode_is_played_turn_by_turn_and_the_walkthrough_wins(game):
     assert not idle.won and len(idle.turns) == 3 and all(not turn.observation.done for turn in idle.turns)
 
 
+@needs_textworld
 def test_a_walkthrough_that_is_too_short_or_does_not_win_is_rejected(game):
     with pytest.raises(GameRejected) as short:
         _check_walkthrough(dataclasses.replace(game, walkthrough=game.walkthrough[:-1]))
@@ -98,6 +99,7 @@ def test_a_walkthrough_that_is_too_short_or_does_not_win_is_rejected(game):
     assert losing.value.reason == "walkthrough_fails"
 
 
+@needs_textworld
 def test_textworld_placing_a_shorter_quest_than_asked_is_caught(tmp_path):
     with pytest.raises(GameRejected, match="the walkthrough has 1 steps, the quest asks for 2") as rejected:
         compile_game(GameSpec(rooms=2, objects=4, quest_length=2, seed=4), tmp_path)
@@ -105,9 +107,57 @@ def test_textworld_placing_a_shorter_quest_than_asked_is_caught(tmp_path):
     assert not list(tmp_path.glob("*.genenv.json"))  # nothing cached as a valid game
 
 
+@needs_textworld
 @pytest.mark.parametrize("row", [SHIPPED[0], SHIPPED[len(SHIPPED) // 2], SHIPPED[-1]], ids=lambda row: row["seed_id"])
 def test_a_shipped_seed_reproduces_its_measured_difficulty(row, tmp_path):
     shipped = compile_game(GameSpec.from_dict(row["spec"]), tmp_path)
     assert list(shipped.walkthrough) == row["walkthrough"] and shipped.objective == row["objective"]
     measured = random_agent_success(shipped, row["random_agent_episodes"], row["max_steps"])
     assert measured == row["random_agent_success"]
+
+
+def test_the_simulator_target_of_a_seed_parses_back_to_its_game():
+    seed = tasks.load_seeds()[0]
+    parsed = tasks.parse_candidate(tasks.simulator_target(seed), "t1", truncated=False)
+    assert parsed.valid and parsed.task.spec["game"] == seed.spec["game"]
+    assert tasks.dedup_key(parsed.task) == tasks.dedup_key(seed)
+
+
+@pytest.mark.parametrize(
+    ("raw", "truncated", "reason"),
+    [
+        ("   ", False, "empty"),
+        ("x" * 600, False, "too_long"),
+        ('Here it is: {"rooms": 3, "objects": 6, "quest_len', True, "truncated"),
+        ("a bigger game with more rooms", False, "missing_spec"),
+        ('{"rooms": 3, "objects": 6, "quest_length": 4}', False, "missing_field"),
+        ('{"rooms": 30, "objects": 6, "quest_length": 4, "seed": 1}', False, "out_of_range"),
+    ],
+)
+def test_simulator_output_that_is_no_spec_is_kept_with_its_reason(raw, truncated, reason):
+    candidate = tasks.parse_candidate(raw, "t1", truncated)
+    assert candidate.task is None and candidate.reject_reason == reason and candidate.raw == raw
+    assert reason in tasks.REJECT_REASONS
+
+
+@pytest.mark.parametrize(("rate", "word"), [(None, "unknown"), (0.9, "harder"), (0.1, "easier"), (0.5, "similar")])
+def test_the_simulator_prompt_carries_the_agents_success_rate_and_the_band(rate, word):
+    messages = tasks.simulator_messages(tasks.load_seeds()[5], rate, alpha=0.5, k_min=0.1)
+    assert word in messages[-1]["content"] and '"quest_length": 2' in messages[-1]["content"]
+
+
+@needs_textworld
+def test_a_valid_spec_becomes_a_task_with_its_objective_and_walkthrough(tmp_path):
+    raw = 'Sure: {"rooms": 3, "objects": 6, "quest_length": 4, "seed": 11}'
+    valid = tasks.validate(tasks.parse_candidate(raw, "t1", truncated=False), ValidationContext(), tmp_path)
+    assert valid.valid and len(valid.task.answer.splitlines()) == 4 and valid.task.spec["objective"]
+
+    seen = ValidationContext(seen_keys={tasks.dedup_key(valid.task)})
+    assert tasks.validate(tasks.parse_candidate(raw, "t2", False), seen, tmp_path).reject_reason == "duplicate"
+    heldout = ValidationContext(heldout_calls={tasks.answer_key(valid.task)})
+    assert tasks.validate(tasks.parse_candidate(raw, "t3", False), heldout, tmp_path).reject_reason == (
+        "heldout_overlap"
+    )
+    shorter = '{"rooms": 2, "objects": 4, "quest_length": 2, "seed": 4}'  # TextWorld places a 1-step quest
+    rejected = tasks.validate(tasks.parse_candidate(shorter, "t4", False), ValidationContext(), tmp_path)
+    assert rejected.reject_reason == "walkthrough_length" and rejected.raw == shorter
