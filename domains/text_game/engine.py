@@ -109,17 +109,10 @@ def compile_game(spec: GameSpec, cache_dir: Path) -> CompiledGame:
         textworld.generator.compile_game(game, options)
     except Exception as exc:  # TextWorld signals an impossible world with many exception types
         raise GameRejected("does_not_compile", f"{spec.to_json()}: {type(exc).__name__}: {exc}") from None
-    compiled = CompiledGame(spec, path, game.objective, tuple(game.metadata.get("walkthrough") or ()))
-    if not compiled.walkthrough:
-        compiled = CompiledGame(spec, path, compiled.objective, _recorded_walkthrough(path))
+    compiled = CompiledGame(spec, path, game.objective, tuple(game.metadata["walkthrough"]))
     _check_walkthrough(compiled)
     sidecar.write_text(json.dumps({"objective": compiled.objective, "walkthrough": list(compiled.walkthrough)}))
     return compiled
-
-
-def _recorded_walkthrough(path: Path) -> tuple[str, ...]:
-    with _environment(path) as env:
-        return tuple(env.reset()["extra.walkthrough"])
 
 
 def _check_walkthrough(game: CompiledGame) -> None:
@@ -135,21 +128,6 @@ def _check_walkthrough(game: CompiledGame) -> None:
         raise GameRejected("walkthrough_fails", f"{game.spec.to_json()}: replaying the walkthrough does not win")
 
 
-@contextmanager
-def _environment(path: Path) -> Iterator[Any]:
-    textworld = _textworld()
-    infos = textworld.EnvInfos(
-        admissible_commands=True, objective=True, description=True, won=True, lost=True, extras=["walkthrough"]
-    )
-    with warnings.catch_warnings():  # jericho knows the classic Infocom games; TextWorld's own games work anyway
-        warnings.filterwarnings("ignore", message="Game .* is not fully supported")
-        env = textworld.start(str(path), infos)
-    try:
-        yield env
-    finally:
-        env.close()
-
-
 _STATUS_LINE = re.compile(r"\n>\s.*\Z", re.DOTALL)
 """The prompt and status bar (room, score) the interpreter prints after each answer."""
 
@@ -163,20 +141,56 @@ def _observation(state: Any, text: str) -> Observation:
     )
 
 
+class GameSession:
+    """One open game, stepped by the caller: many sessions can advance together, one command each per turn (the
+    agent's commands for all of them come from one batched generation). Commands are game input only: the game
+    parses them, nothing executes them."""
+
+    def __init__(self, game: CompiledGame) -> None:
+        textworld = _textworld()
+        infos = textworld.EnvInfos(
+            admissible_commands=True, objective=True, description=True, won=True, lost=True, extras=["walkthrough"]
+        )
+        with warnings.catch_warnings():  # jericho knows the classic Infocom games; TextWorld's own work anyway
+            warnings.filterwarnings("ignore", message="Game .* is not fully supported")
+            self._env = textworld.start(str(game.path), infos)
+        self.game = game
+        state = self._env.reset()
+        self.start = _observation(state, f"{game.objective}\n\n{state['description']}")
+        self.turns: list[Turn] = []
+
+    @property
+    def observation(self) -> Observation:
+        return self.turns[-1].observation if self.turns else self.start
+
+    def step(self, command: str) -> Observation:
+        state, _, _ = self._env.step(command)
+        self.turns.append(Turn(command, _observation(state, state["feedback"])))
+        return self.observation
+
+    def result(self) -> EpisodeResult:
+        return EpisodeResult(self.start, tuple(self.turns))
+
+    def close(self) -> None:
+        self._env.close()
+
+
+@contextmanager
+def session(game: CompiledGame) -> Iterator[GameSession]:
+    opened = GameSession(game)
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
 def play(game: CompiledGame, policy: Policy, max_steps: int) -> EpisodeResult:
     """One episode: the objective and the first room, then `policy`'s commands until a win, a loss or
-    `max_steps`. Commands are game input only: the game parses them, nothing executes them."""
-    with _environment(game.path) as env:
-        state = env.reset()
-        start = _observation(state, f"{game.objective}\n\n{state['description']}")
-        turns: list[Turn] = []
-        observation = start
-        while not observation.done and len(turns) < max_steps:
-            command = policy(observation, tuple(turns))
-            state, _, _ = env.step(command)
-            observation = _observation(state, state["feedback"])
-            turns.append(Turn(command, observation))
-    return EpisodeResult(start, tuple(turns))
+    `max_steps`."""
+    with session(game) as playing:
+        while not playing.observation.done and len(playing.turns) < max_steps:
+            playing.step(policy(playing.observation, tuple(playing.turns)))
+        return playing.result()
 
 
 def random_agent_success(game: CompiledGame, episodes: int, max_steps: int, seed: int = 0) -> float:

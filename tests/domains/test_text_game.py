@@ -16,6 +16,7 @@ import pytest
 from genenv.domains.base import ValidationContext
 from genenv.domains.text_game import tasks
 from genenv.domains.text_game.engine import GameRejected, _check_walkthrough, compile_game, play, random_agent_success
+from genenv.domains.text_game.episodes import TextGameEpisode, command_of, replay
 from genenv.domains.text_game.spec import GameSpec, SpecError
 
 SHIPPED = [
@@ -161,3 +162,45 @@ def test_a_valid_spec_becomes_a_task_with_its_objective_and_walkthrough(tmp_path
     shorter = '{"rooms": 2, "objects": 4, "quest_length": 2, "seed": 4}'  # TextWorld places a 1-step quest
     rejected = tasks.validate(tasks.parse_candidate(shorter, "t4", False), ValidationContext(), tmp_path)
     assert rejected.reject_reason == "walkthrough_length" and rejected.raw == shorter
+
+
+@pytest.mark.parametrize(
+    ("reply", "command"),
+    [("open locker", "open locker"), ("\n  `Take worm from locker.`\nthen more", "take worm from locker"), ("", "")],
+)
+def test_the_command_is_the_first_line_of_the_reply(reply, command):
+    assert command_of(reply) == command
+
+
+@needs_textworld
+def test_an_episode_is_the_conversation_the_agent_continues(game):
+    episode = TextGameEpisode(game, max_turns=10, show_admissible=True)
+    try:
+        first = episode.messages()
+        assert [m["role"] for m in first] == ["system", "user"] and "Commands you can use here" in first[1]["content"]
+        for command in game.walkthrough:
+            assert not episode.done
+            episode.step(f"{command.capitalize()}.\n")
+        assert episode.done and episode.won
+        roles = [m["role"] for m in episode.messages()]
+        assert roles == ["system", *["user", "assistant"] * len(game.walkthrough)]
+        assert episode.transcript() == "\n".join(game.walkthrough)
+    finally:
+        episode.close()
+
+    hidden = TextGameEpisode(game, max_turns=2, show_admissible=False)
+    try:
+        assert "Commands you can use here" not in hidden.messages()[1]["content"]
+        hidden.step("look")
+        hidden.step("look")
+        assert hidden.done and not hidden.won
+    finally:
+        hidden.close()
+
+
+@needs_textworld
+def test_replaying_the_commands_is_the_verifier(game):
+    assert replay("\n".join(game.walkthrough), game, max_turns=10).reward == 1.0
+    assert replay("\n".join(game.walkthrough), game, max_turns=3).reward == 0.0  # over the turn budget
+    assert replay("look\ninventory", game, max_turns=10).reward == 0.0
+    assert replay("", game, max_turns=10).parse_error == "no_command"
