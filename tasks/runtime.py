@@ -5,6 +5,11 @@ The outermost flow opens `model_runtime()`; stages (Prefect tasks run in the flo
 for the policy "as of" a set of checkpoints: if the in-memory adapters came from exactly those they are reused,
 otherwise loaded. A stage that trains marks the policy dirty first, so a crash mid-update never lets a later stage
 reuse half-trained weights.
+
+With `backend: vllm` the runtime also holds the run's one vLLM engine (models/vllm.py): started by the first stage
+that generates, told which adapters to serve at each stage, put to sleep while a stage trains (on a GPU), and shut
+down with the runtime. A version number, bumped whenever the in-memory adapters may change, tells the engine when
+its merged weights or LoRA ids are stale.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from genenv.config import GenEnvConfig
 from genenv.models.generation import BACKENDS, GenerationBackend
@@ -23,6 +29,9 @@ from genenv.models.policy import ROLES, LoraSettings, PolicyPair
 from genenv.tasks.context import GenerationRef
 from genenv.tasks.contract import Adapters
 from genenv.warehouse.checkpoints import checkpoint_uri, fetch_adapter, publish_adapter
+
+if TYPE_CHECKING:
+    from genenv.models.vllm import VllmEngine
 
 Checkpoints = tuple[str | None, str | None]
 """(agent, simulator) adapter folders; None = a fresh adapter (or, for a KL reference, the base model)."""
@@ -34,6 +43,8 @@ class ModelRuntime:
         self._policy: PolicyPair | None = None
         self._identity: tuple[str, LoraSettings, int, str, Checkpoints] | None = None
         self._loaded_from: Checkpoints | None = None
+        self._version = 0
+        self._engine: VllmEngine | None = None
 
     def policy(
         self, config: GenEnvConfig, checkpoints: Checkpoints, references: Checkpoints = NO_CHECKPOINTS
@@ -43,27 +54,42 @@ class ModelRuntime:
         lora = LoraSettings(r=config.lora_r, alpha=config.lora_alpha)
         identity = (str(base), lora, config.seed, config.precision, references)
         if self._policy is None or self._identity != identity or self._loaded_from != checkpoints:
-            cache = Path(config.data_dir).resolve() / "cache" / "checkpoints"
-
-            def local(folders: Checkpoints) -> dict[str, Path | None]:
-                return {role: fetch_adapter(c, cache) if c else None for role, c in zip(ROLES, folders, strict=True)}
-
             self._policy = PolicyPair.load(
                 base,
                 lora,
-                adapters=local(checkpoints),
-                references=local(references),
+                adapters=_local(config, checkpoints),
+                references=_local(config, references),
                 seed=config.seed,
                 precision=config.precision,
             )
             self._identity, self._loaded_from = identity, checkpoints
+            self._version += 1
         return self._policy
 
     def backend(
         self, config: GenEnvConfig, checkpoints: Checkpoints, references: Checkpoints = NO_CHECKPOINTS
     ) -> GenerationBackend:
         policy = self.policy(config, checkpoints, references)
-        return BACKENDS[config.backend](policy, batch_size=config.generation_batch_size)
+        if config.backend != "vllm":
+            return BACKENDS[config.backend](policy, batch_size=config.generation_batch_size)
+        engine = self._vllm_engine(config)
+        adapters = _local(config, checkpoints)  # after an update, the folders it was saved to, not those it loaded
+        return BACKENDS[config.backend](
+            policy, batch_size=config.generation_batch_size, engine=engine, adapters=adapters, version=self._version
+        )
+
+    def _vllm_engine(self, config: GenEnvConfig) -> VllmEngine:
+        """The run's engine, started on first use; restarted only if a stage asks for another model or precision."""
+        from genenv.models.vllm import EngineSettings, VllmEngine
+
+        base = resolve_base_model(config.model, Path(config.data_dir).resolve() / "models")
+        settings = EngineSettings.resolve(base, config.precision, config.lora_r)
+        if self._engine is not None and self._engine.settings != settings:
+            self._engine.close()
+            self._engine = None
+        if self._engine is None:
+            self._engine = VllmEngine(settings)
+        return self._engine
 
     def training(
         self, config: GenEnvConfig, checkpoints: Checkpoints, references: Checkpoints = NO_CHECKPOINTS
@@ -71,14 +97,25 @@ class ModelRuntime:
         """The policy to update in place; it no longer matches any checkpoint until `saved`."""
         policy = self.policy(config, checkpoints, references)
         self._loaded_from = None
+        self._version += 1
+        if self._engine is not None:
+            self._engine.sleep()
         return policy
 
     def saved(self, checkpoints: Checkpoints) -> None:
         self._loaded_from = checkpoints
 
     def release(self) -> None:
-        self._policy = self._identity = self._loaded_from = None
+        if self._engine is not None:
+            self._engine.close()
+        self._policy = self._identity = self._loaded_from = self._engine = None
         gc.collect()
+
+
+def _local(config: GenEnvConfig, folders: Checkpoints) -> dict[str, Path | None]:
+    """Each role's adapter as a local folder (a download cached under the data folder when it is remote)."""
+    cache = Path(config.data_dir).resolve() / "cache" / "checkpoints"
+    return {role: fetch_adapter(c, cache) if c else None for role, c in zip(ROLES, folders, strict=True)}
 
 
 _CURRENT: ContextVar[ModelRuntime | None] = ContextVar("genenv_model_runtime", default=None)

