@@ -1,18 +1,29 @@
-"""Greedy generation on the embedded SmolLM2: one conversation at a time versus one batch of 16.
+"""Greedy generation on the embedded SmolLM2 with a LoRA adapter active: one conversation at a time versus
+token-sized batches, against the compute bound of this machine measured in the same run.
 
-Usage: python bench/generation_batching.py [CACHE_DIR]   (default ./data/models)
+    python bench/generation_batching.py [--models data/models] [--conversations 32] [--batch-size 16]
+                                        [--precision float32|bfloat16]
+
+Prints, from one run of interleaved rounds, the best round of each (absolute speeds drift with the machine's
+load; the ratios are the result):
+- the machine's matmul GFLOP/s (at --precision, on the torch threads generation uses) and the model's FLOP per token;
+- the previous path (HEAD before the merge: the PEFT adapter applied on every token, batches of
+  `--batch-size` rows), its tokens/s and whether its greedy tokens equal the new path's;
+- the new path: sequential and batched tok/s, their ratio, and batched tok/s as a share of the compute bound.
+The agent's adapter gets small random B weights (seeded), so it changes the answers and the merge matters.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
-import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
 
-from genenv.models.generation import Completion, SamplingSettings, TransformersBackend
+from genenv.models.generation import Completion, SamplingSettings, TransformersBackend, encode_prompt
 from genenv.models.loading import EMBEDDED_MODEL, resolve_base_model
 from genenv.models.policy import LoraSettings, PolicyPair
 
@@ -34,37 +45,120 @@ QUESTIONS = [
     "What is the square root of 81?",
     "Call the weather tool for Paris as [get_weather(city=...)].",
 ]
-SAMPLING = SamplingSettings(max_new_tokens=32, temperature=0)
+CONTEXTS = ["", "Answer briefly. ", "You are a careful assistant; think about units and names first. "]
 
 
-def timed(backend: TransformersBackend, conversations, one_at_a_time: bool) -> tuple[list[Completion], float]:
+def matmul_gflops(dtype: torch.dtype, seconds: float = 1.0, size: int = 1024) -> float:
+    """Best GFLOP/s of square matmuls over a few rounds: the machine's compute bound, as loaded now."""
+    a, b = torch.randn(size, size, dtype=dtype), torch.randn(size, size, dtype=dtype)
+    torch.mm(a, b)
+    best = 0.0
+    for _ in range(3):
+        count, started = 0, time.perf_counter()
+        while time.perf_counter() - started < seconds / 3:
+            torch.mm(a, b)
+            count += 1
+        best = max(best, 2 * size**3 * count / (time.perf_counter() - started) / 1e9)
+    return best
+
+
+def timed(function: Callable[[], list[Completion]]) -> tuple[list[Completion], float]:
+    """The completions and their tokens per second."""
     started = time.perf_counter()
-    if one_at_a_time:
-        completions = [backend.generate("agent", [c], SAMPLING)[0] for c in conversations]
-    else:
-        completions = backend.generate("agent", conversations, SAMPLING)
-    return completions, time.perf_counter() - started
+    completions = function()
+    return completions, sum(len(c.completion_ids) for c in completions) / (time.perf_counter() - started)
 
 
-def tokens_per_second(completions: list[Completion], seconds: float) -> float:
-    return sum(len(c.completion_ids) for c in completions) / seconds
+def previous_path(
+    policy: PolicyPair, conversations: list[list[dict[str, str]]], sampling: SamplingSettings, rows: int
+) -> list[Completion]:
+    """HEAD's generation, reimplemented: the PEFT adapter applied per token, length-sorted batches of `rows`."""
+    backend = TransformersBackend(policy, rows)
+    prompts = [encode_prompt(policy.tokenizer, c) for c in conversations]
+    order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
+    results: list[Completion] = [None] * len(prompts)  # type: ignore[list-item]
+    policy.activate("agent")
+    policy.model.eval()
+    for start in range(0, len(order), rows):
+        indices = order[start : start + rows]
+        completions = backend._generate_batch([prompts[i] for i in indices], sampling)
+        for i, completion in zip(indices, completions, strict=True):
+            results[i] = completion
+    return results
 
 
 def main() -> None:
-    cache_dir = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("data/models")
-    policy = PolicyPair.load(resolve_base_model(EMBEDDED_MODEL, cache_dir), LoraSettings())
-    conversations = [[{"role": "user", "content": q}] for q in QUESTIONS]
-    backend = TransformersBackend(policy, batch_size=len(conversations))
-    timed(backend, conversations[:2], one_at_a_time=False)
-    sequential, sequential_s = timed(backend, conversations, one_at_a_time=True)
-    batched, batched_s = timed(backend, conversations, one_at_a_time=False)
-    same = sum(a.completion_ids == b.completion_ids for a, b in zip(sequential, batched, strict=True))
-    slow, fast = tokens_per_second(sequential, sequential_s), tokens_per_second(batched, batched_s)
-    load = os.getloadavg()[0]
-    print(f"torch threads {torch.get_num_threads()}, load average {load:.1f}, max_new_tokens {SAMPLING.max_new_tokens}")
-    print(f"example: {QUESTIONS[0]!r} -> {batched[0].text!r}")
-    print(f"identical completions: {same}/{len(conversations)}")
-    print(f"sequential {slow:.1f} tok/s | batched({len(conversations)}) {fast:.1f} tok/s | ratio {fast / slow:.1f}x")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", type=Path, default=Path("data") / "models", help="model cache folder")
+    parser.add_argument("--conversations", type=int, default=32)
+    parser.add_argument("--sequential", type=int, default=8, help="conversations generated one at a time")
+    parser.add_argument("--batch-size", type=int, default=16, help="rows of a median-length batch")
+    parser.add_argument("--max-new-tokens", type=int, default=32)
+    parser.add_argument("--precision", choices=("float32", "bfloat16"), default="float32")
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+
+    base = resolve_base_model(EMBEDDED_MODEL, args.models)
+    policy = PolicyPair.load(base, LoraSettings(), precision=args.precision)
+    with torch.no_grad(), torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        for name, param in policy.model.named_parameters():
+            if "lora_B.agent." in name:
+                param.normal_(0.0, 0.02)
+    sampling = SamplingSettings(max_new_tokens=args.max_new_tokens, temperature=0)
+    conversations = [
+        [{"role": "user", "content": CONTEXTS[i // len(QUESTIONS) % len(CONTEXTS)] + QUESTIONS[i % len(QUESTIONS)]}]
+        for i in range(args.conversations)
+    ]
+    flop_per_token = 2 * sum(p.numel() for n, p in policy.model.named_parameters() if "lora_" not in n)
+    backend = TransformersBackend(policy, args.batch_size)
+    backend.generate("agent", conversations[:2], sampling)  # warm-up
+
+    dtype = getattr(torch, args.precision)
+    runs: dict[str, Callable[[], list[Completion]]] = {
+        "previous": lambda: previous_path(policy, conversations, sampling, args.batch_size),
+        "sequential": lambda: [backend.generate("agent", [c], sampling)[0] for c in conversations[: args.sequential]],
+        "batched": lambda: backend.generate("agent", conversations, sampling),
+    }
+    speeds: dict[str, list[float]] = {name: [] for name in runs}
+    outputs: dict[str, list[Completion]] = {}
+    gflops = 0.0
+    for round_ in range(args.rounds):  # interleaved, in alternating order; the best round of each is the least
+        gflops = max(gflops, matmul_gflops(dtype))  # disturbed by other work
+        for name in list(runs)[:: -1 if round_ % 2 else 1]:
+            outputs[name], speed = timed(runs[name])
+            speeds[name].append(speed)
+    old, sequential, batched = outputs["previous"], outputs["sequential"], outputs["batched"]
+    old_speed, sequential_speed, batched_speed = (max(speeds[name]) for name in runs)
+    bound = gflops * 1e9 / flop_per_token
+
+    def identical(a: list[Completion], b: list[Completion]) -> int:
+        return sum(x.completion_ids == y.completion_ids for x, y in zip(a, b[: len(a)], strict=True))
+
+    same, same_single = identical(old, batched), identical(sequential, batched)
+    widths = [len(b) for b in backend.batches([list(c.prompt_ids) for c in batched], args.max_new_tokens)]
+    print(
+        f"torch threads {torch.get_num_threads()}, load average {os.getloadavg()[0]:.1f}, {args.precision}, "
+        f"best of {args.rounds} interleaved rounds (tok/s per round: "
+        + "; ".join(f"{name} {', '.join(f'{v:.0f}' for v in values)}" for name, values in speeds.items())
+        + ")"
+    )
+    print(
+        f"{args.precision} matmul {gflops:.0f} GFLOP/s; model {flop_per_token / 1e9:.2f} GFLOP/token "
+        f"-> bound {bound:.0f} tok/s"
+    )
+    print(f"example: {conversations[0][0]['content']!r} -> {batched[0].text!r}")
+    print(f"batches of {args.conversations} conversations (rows): {widths}")
+    print(
+        f"previous path (adapter per token, {args.batch_size}-row batches) {old_speed:.1f} tok/s; "
+        f"greedy tokens identical to the merged path: {same}/{len(batched)}"
+    )
+    print(f"sequential (merged) identical to batched: {same_single}/{len(sequential)}")
+    print(
+        f"sequential {sequential_speed:.1f} tok/s | batched {batched_speed:.1f} tok/s | "
+        f"ratio {batched_speed / sequential_speed:.1f}x | {batched_speed / old_speed:.2f}x the previous path | "
+        f"{100 * batched_speed / bound:.0f}% of the compute bound"
+    )
 
 
 if __name__ == "__main__":

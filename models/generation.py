@@ -9,7 +9,7 @@ from typing import Protocol
 import torch
 from transformers import GenerationConfig
 
-from genenv.models.policy import PolicyPair
+from genenv.models.policy import PolicyPair, length_batches
 from genenv.registry import Registry
 
 
@@ -28,6 +28,9 @@ class Completion:
     completion_ids: list[int]
     finished: bool
     """True when it ended with a stop token (the last of completion_ids); False at max_new_tokens."""
+    logprobs: list[float] | None = None
+    """Log-probability of each completion token under the policy that sampled it (raw logits, before temperature
+    and top-p), when the backend computes them anyway (vLLM); None otherwise. GRPO recomputes its own."""
 
 
 class GenerationBackend(Protocol):
@@ -42,7 +45,15 @@ class GenerationBackend(Protocol):
 
 BACKENDS: Registry[Callable[..., GenerationBackend]] = Registry("backend")
 register_backend = BACKENDS.register
-"""Decorator on a backend factory; optional backends (vLLM) register when their module imports."""
+"""Decorator on a backend factory."""
+
+
+@register_backend("vllm")
+def vllm_backend(policy: PolicyPair, batch_size: int = 16, **engine) -> GenerationBackend:
+    """Lazy, so the name validates without vllm installed; genenv.models.vllm imports vllm only when used."""
+    from genenv.models.vllm import VllmBackend
+
+    return VllmBackend(policy, batch_size, **engine)
 
 
 def encode_prompt(tokenizer, conversation: list[dict[str, str]]) -> list[int]:
@@ -53,7 +64,11 @@ def encode_prompt(tokenizer, conversation: list[dict[str, str]]) -> list[int]:
 
 @register_backend("transformers")
 class TransformersBackend:
-    """`model.generate` over length-sorted, left-padded batches of the shared PEFT model."""
+    """`model.generate` over length-sorted, left-padded batches sized by tokens, with the role's adapter merged
+    into a working copy of the weights it touches for the whole call (`PolicyPair.merged`).
+
+    `batch_size` is the rows of a batch of the longest prompts; batches of shorter prompts take more rows.
+    """
 
     def __init__(self, policy: PolicyPair, batch_size: int = 16) -> None:
         self.policy = policy
@@ -69,24 +84,30 @@ class TransformersBackend:
         """Return one completion per conversation, in input order. `progress(n)` gets each batch's size."""
         tokenizer = self.policy.tokenizer
         prompts = [encode_prompt(tokenizer, conversation) for conversation in conversations]
-        order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
         results: list[Completion | None] = [None] * len(prompts)
         model = self.policy.model
         was_training = model.training
-        self.policy.activate(role)
         model.eval()
         try:
-            for batch_index, start in enumerate(range(0, len(order), self.batch_size)):
-                indices = order[start : start + self.batch_size]
-                torch.manual_seed(sampling.seed + batch_index)
-                outputs = self._generate_batch([prompts[i] for i in indices], sampling)
-                for i, completion in zip(indices, outputs, strict=True):
-                    results[i] = completion
-                if progress is not None:
-                    progress(len(indices))
+            with self.policy.merged(role):
+                for batch_index, indices in enumerate(self.batches(prompts, sampling.max_new_tokens)):
+                    torch.manual_seed(sampling.seed + batch_index)
+                    outputs = self._generate_batch([prompts[i] for i in indices], sampling)
+                    for i, completion in zip(indices, outputs, strict=True):
+                        results[i] = completion
+                    if progress is not None:
+                        progress(len(indices))
         finally:
             model.train(was_training)
         return results
+
+    def batches(self, prompts: list[list[int]], max_new_tokens: int) -> list[list[int]]:
+        """Indices of `prompts` in length-sorted batches within the tokens of `batch_size` rows of the longest
+        prompt (counting the tokens to generate): never more batches, so never more decoding steps, than rows
+        alone would give, and shorter prompts fill wider batches at the same memory."""
+        lengths = [len(p) for p in prompts]
+        budget = self.batch_size * (max(lengths, default=0) + max_new_tokens)
+        return length_batches(lengths, budget, extra=max_new_tokens)
 
     def _generate_batch(self, prompts: list[list[int]], sampling: SamplingSettings) -> list[Completion]:
         tokenizer = self.policy.tokenizer

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import torch
 from peft import LoraConfig, PeftModel, get_peft_model
+from peft.tuners.lora import LoraLayer
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenizerBase
 
 from genenv.atomic import atomic_path
@@ -179,6 +180,33 @@ class PolicyPair:
             for param, flag in zip(self.model.parameters(), trainable, strict=True):
                 param.requires_grad = flag
 
+    @contextmanager
+    def merged(self, role: str) -> Iterator[None]:
+        """Forward passes through the base whose weights carry `role`'s adapter merged in: generation applies
+        the adapter once per stage instead of two extra matmuls per adapted layer per token.
+
+        Each adapted layer's weight is swapped for a new tensor W + BA·scale, adapters are disabled, and the
+        original weight tensors are put back after (never unmerged by subtraction, which would drift them), so
+        training, references and saved adapters never see a merged weight. Only the adapted weights are copied.
+        """
+        _check_role(role)
+        self.activate(role)
+        originals: list[tuple[torch.nn.Module, torch.nn.Parameter]] = []
+        try:
+            with torch.no_grad():
+                for module in self.model.modules():
+                    if isinstance(module, LoraLayer) and role in module.lora_A:
+                        base = module.get_base_layer()
+                        merged = base.weight + module.get_delta_weight(role).to(base.weight.dtype)
+                        originals.append((base, base.weight))
+                        base.weight = torch.nn.Parameter(merged, requires_grad=False)
+            with self.model.disable_adapter():
+                yield
+        finally:
+            for base, weight in originals:
+                base.weight = weight
+            self.activate(role)
+
     def completion_logprobs(
         self, prompts: Sequence[Sequence[int]], completions: Sequence[Sequence[int]]
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -213,6 +241,25 @@ class PolicyPair:
             ).logits[:, :-1]
         targets = input_ids[:, total - width :].to(device)
         return logits.float().log_softmax(-1), targets, mask.to(device)
+
+
+def length_batches(lengths: Sequence[int], budget: int, extra: int = 0) -> list[list[int]]:
+    """Indices of `lengths` sorted by length and cut greedily into batches whose padded size, rows x (longest +
+    extra), stays within `budget` tokens: rows of similar length share a batch (little padding), short rows fill
+    wide batches and long rows narrow ones. A row longer than the budget goes alone."""
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    batches: list[list[int]] = []
+    for i in order:
+        if not batches or (len(batches[-1]) + 1) * (lengths[i] + extra) > budget:
+            batches.append([])
+        batches[-1].append(i)
+    return batches
+
+
+def median_budget(lengths: Sequence[int], rows: int) -> int:
+    """The tokens of `rows` median-length rows: a training micro-batch budget that splits rows of very
+    different lengths apart, so little of the forward and backward work is padding."""
+    return rows * sorted(lengths)[len(lengths) // 2] if lengths else 0
 
 
 @contextmanager

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import torch
 
 from genenv.models.generation import encode_prompt
-from genenv.models.policy import PolicyPair
+from genenv.models.policy import PolicyPair, length_batches, median_budget
 
 
 @dataclass(frozen=True)
@@ -86,38 +86,45 @@ def _step(
     max_grad_norm: float,
     step: int,
 ) -> dict:
+    """One optimizer step over `batch`, computed in length-sorted micro-batches (little padding) whose
+    gradients add up to the batch's: every term is normalised by the whole batch's weight or token count."""
     started = time.perf_counter()
-    prompts = [e.prompt_ids for e in batch]
-    targets_ids = [e.target_ids for e in batch]
-    ref_log_probs = None
-    if kl_coef != 0.0:  # before the policy's pass: switching adapters must not happen while a graph is pending
-        with torch.no_grad(), policy.reference(role):
-            ref_log_probs, _, _ = policy.completion_logprobs(prompts, targets_ids)
-    log_probs, targets, mask = policy.completion_logprobs(prompts, targets_ids)
-    token_nll = -log_probs.gather(-1, targets.unsqueeze(-1)).squeeze(-1) * mask
-    nll = token_nll.sum(-1) / mask.sum(-1).clamp(min=1)
-    weights = torch.tensor([e.weight for e in batch], dtype=nll.dtype, device=nll.device)
-    weighted_nll = (weights * nll).sum() / weights.sum()
-    tokens = mask.sum().clamp(min=1)
-    loss = weighted_nll
-    kl = None
-    if ref_log_probs is not None:
-        per_token = (log_probs.exp() * (log_probs - ref_log_probs)).sum(-1)
-        kl = (per_token * mask).sum() / tokens
-        loss = loss + kl_coef * kl
-    with torch.no_grad():
-        entropy = (-(log_probs.exp() * log_probs).sum(-1) * mask).sum() / tokens
+    total_weight = sum(e.weight for e in batch)
+    tokens = max(sum(len(e.target_ids) for e in batch), 1)
+    sums = {"nll": 0.0, "kl": 0.0, "entropy": 0.0}
     optimizer.zero_grad(set_to_none=True)
-    loss.backward()
+    lengths = [len(e.prompt_ids) + len(e.target_ids) for e in batch]
+    for indices in length_batches(lengths, median_budget(lengths, len(batch))):
+        micro = [batch[i] for i in indices]
+        prompts = [e.prompt_ids for e in micro]
+        targets_ids = [e.target_ids for e in micro]
+        ref_log_probs = None
+        if kl_coef != 0.0:  # before the policy's pass: switching adapters must not happen while a graph is pending
+            with torch.no_grad(), policy.reference(role):
+                ref_log_probs, _, _ = policy.completion_logprobs(prompts, targets_ids)
+        log_probs, targets, mask = policy.completion_logprobs(prompts, targets_ids)
+        token_nll = -log_probs.gather(-1, targets.unsqueeze(-1)).squeeze(-1) * mask
+        nll = token_nll.sum(-1) / mask.sum(-1).clamp(min=1)
+        weights = torch.tensor([e.weight for e in micro], dtype=nll.dtype, device=nll.device)
+        loss = (weights * nll).sum() / total_weight
+        sums["nll"] += loss.item()
+        if ref_log_probs is not None:
+            kl = (log_probs.exp() * (log_probs - ref_log_probs)).sum(-1)
+            kl = (kl * mask).sum() / tokens
+            sums["kl"] += kl.item()
+            loss = loss + kl_coef * kl
+        with torch.no_grad():
+            sums["entropy"] += ((-(log_probs.exp() * log_probs).sum(-1) * mask).sum() / tokens).item()
+        loss.backward()
     grad_norm = torch.nn.utils.clip_grad_norm_(params, max_grad_norm).item()
     optimizer.step()
     return {
         "step": step,
-        "loss": loss.item(),
-        "nll": weighted_nll.item(),
-        "kl": None if kl is None else kl.item(),
+        "loss": sums["nll"] + kl_coef * sums["kl"],
+        "nll": sums["nll"],
+        "kl": sums["kl"] if kl_coef != 0.0 else None,
         "n_rows": len(batch),
         "seconds": time.perf_counter() - started,
         "grad_norm": grad_norm,
-        "entropy": entropy.item(),
+        "entropy": sums["entropy"],
     }

@@ -14,9 +14,11 @@ The connection is then locked: no other file access, no settings changes.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 import duckdb
 import polars as pl
+import pyarrow as pa
 from deltalake import DeltaTable
 
 from genenv.warehouse.schemas import GENERATION_TABLES, TABLES, frame, polars_schema
@@ -24,23 +26,120 @@ from genenv.warehouse.storage import is_remote, local_path, translated
 from genenv.warehouse.store import Warehouse, WarehouseError
 
 _READ_ONLY_TYPES = {duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN}
-_OTHER_TABLES = tuple(t for t in TABLES if t not in GENERATION_TABLES and t != "generations")
+IN_MEMORY_BYTES = 16 * 2**20
+"""Snapshots of a table up to this much Parquet are held in the connection's memory (a few times as much)."""
 
 
 def _literal(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
-def _native_scan(delta: DeltaTable) -> str | None:
-    """DuckDB's own parallel Parquet reader over a local snapshot's files (about 10x faster than scanning an
-    Arrow dataset); None where it does not apply (object stores need httpfs, which cannot be installed)."""
-    files = delta.file_uris()
-    if not files or any("%" in f or "://" in f for f in files):
-        return None
-    partitions = delta.metadata().partition_columns
-    types = ", ".join(f"{_literal(c)}: {'BIGINT' if c == 'generation' else 'VARCHAR'}" for c in partitions)
-    hive = f"hive_partitioning = true, hive_types = {{{types}}}" if partitions else "hive_partitioning = false"
-    return f"read_parquet([{', '.join(map(_literal, files))}], {hive})"
+@dataclass(frozen=True)
+class _Scope:
+    """Which rows of a table a connection shows: a run (or all), and for generation tables the committed
+    (run, generation) pairs of its snapshot."""
+
+    run_id: str | None
+    committed: frozenset[tuple[str, int]] | None
+
+    def keeps(self, partition: dict[str, object]) -> bool:
+        """Whether a file with these partition values can hold visible rows (absent values: cannot tell)."""
+        run, generation = partition.get("run_id"), partition.get("generation")
+        if self.run_id is not None and run is not None and run != self.run_id:
+            return False
+        if self.committed is not None and run is not None and generation is not None:
+            return (run, generation) in self.committed
+        return True
+
+    def exact(self, partitions: list[str]) -> bool:
+        """Whether pruning files by their partition values alone selects exactly the visible rows."""
+        return (self.run_id is None or "run_id" in partitions) and (
+            self.committed is None or {"run_id", "generation"} <= set(partitions)
+        )
+
+
+@dataclass(frozen=True)
+class _Files:
+    """The Parquet files of a snapshot that can hold visible rows."""
+
+    paths: list[str]
+    """Local paths DuckDB reads itself; empty when `native` is False."""
+    count: int
+    size: int
+    """Bytes of Parquet in all."""
+    native: bool
+    """False on object stores (DuckDB would need httpfs, which cannot be installed) and where a partition
+    value is escaped in the path (DuckDB would read it escaped): those are read through the Arrow dataset."""
+
+
+def _files(delta: DeltaTable, scope: _Scope) -> _Files:
+    """Prune the snapshot's files by their partition values, once, so queries never open the others."""
+    actions = pa.table(delta.get_add_actions(flatten=True)).to_pydict()
+    paths, names = actions["path"], [k for k in actions if k.startswith("partition.")]
+    kept = [
+        i
+        for i in range(len(paths))
+        if scope.keeps({name.removeprefix("partition."): actions[name][i] for name in names})
+    ]
+    native = not is_remote(delta.table_uri) and not any("%" in paths[i] or "://" in paths[i] for i in kept)
+    return _Files(
+        [str(local_path(delta.table_uri) / paths[i]) for i in kept] if native else [],
+        len(kept),
+        sum(actions["size_bytes"][i] for i in kept),
+        native,
+    )
+
+
+def _view(
+    con: duckdb.DuckDBPyConnection, table: str, delta: DeltaTable | None, scope: _Scope, in_memory_bytes: int
+) -> None:
+    """Create the view `table` over a resolved snapshot; the view holds only rows `scope` shows.
+
+    Local snapshots are scanned by DuckDB's own Parquet reader over the exact file list (projection and
+    filter pushdown, parallel, footers cached per connection); others through the snapshot's Arrow dataset.
+    A snapshot of at most `in_memory_bytes` of Parquet is read once into the connection's memory instead:
+    opening its many small files would cost each query more than answering it.
+    """
+    schema = polars_schema(table)
+    files = _files(delta, scope) if delta is not None else None
+    partitions = delta.metadata().partition_columns if delta is not None else []
+    scan = f"_{table}"
+    if files is None or files.count == 0:
+        con.register(scan, frame(table, []).to_arrow())
+        present, exact = set(schema), True
+    elif files.native:
+        types = ", ".join(f"{_literal(c)}: {'BIGINT' if c == 'generation' else 'VARCHAR'}" for c in partitions)
+        hive = f"hive_partitioning = true, hive_types = {{{types}}}" if partitions else "hive_partitioning = false"
+        scan = f"read_parquet([{', '.join(map(_literal, files.paths))}], union_by_name = true, {hive})"
+        present = {row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {scan}").fetchall()}
+        exact = scope.exact(partitions)
+    else:
+        with translated(delta.table_uri):
+            con.register(scan, delta.to_pyarrow_dataset())
+        present, exact = set(delta.schema().to_arrow().names) | set(partitions), False
+    # Files written before a column joined the schema lack it: those rows read it as null, as Warehouse.read does.
+    missing = _duckdb_types(con, table) if set(schema) - present else {}
+    columns = ", ".join(f't."{c}"' if c in present else f'CAST(NULL AS {missing[c]}) AS "{c}"' for c in schema)
+    committed = run = ""
+    if not exact and scope.committed is not None:
+        committed = " SEMI JOIN _generations g ON t.run_id = g.run_id AND t.generation = g.generation"
+    if not exact and scope.run_id is not None:
+        run = f" WHERE t.run_id = {_literal(scope.run_id)}"
+    rows = f"SELECT {columns} FROM {scan} t{committed}{run}"
+    if files is not None and 0 < files.size <= in_memory_bytes:
+        with translated(delta.table_uri):
+            con.execute(f"CREATE TABLE _{table}_snapshot AS {rows}")
+        rows = f"SELECT * FROM _{table}_snapshot"
+    con.execute(f"CREATE VIEW {table} AS {rows}")
+
+
+def _duckdb_types(con: duckdb.DuckDBPyConnection, table: str) -> dict[str, str]:
+    """The DuckDB type of each column of `table`, read off an empty frame of its schema."""
+    con.register("_empty", frame(table, []).to_arrow())
+    try:
+        return {row[0]: row[1] for row in con.execute("DESCRIBE SELECT * FROM _empty").fetchall()}
+    finally:
+        con.unregister("_empty")
 
 
 def _snapshot(
@@ -73,10 +172,14 @@ def connect(
     as_of_generation: int | None = None,
     as_of_version: int | None = None,
     tables: set[str] | None = None,
+    in_memory_bytes: int = IN_MEMORY_BYTES,
 ) -> duckdb.DuckDBPyConnection:
     """A locked DuckDB connection with one view per table (or per table in `tables`), committed rows only.
 
-    For notebooks: `connect("s3://bucket/warehouse").sql("SELECT ...").pl()`.
+    The snapshot is resolved here, once: each table's Delta log is read and its file list pruned to the
+    visible partitions, so the connection's queries only scan Parquet, and tables of at most `in_memory_bytes`
+    of Parquet are read into memory once. For notebooks:
+    `con = connect("s3://bucket/warehouse"); con.sql("SELECT ...").pl()`, as many queries as you like.
     """
     if isinstance(warehouse, str):
         warehouse = Warehouse(warehouse)
@@ -85,30 +188,17 @@ def connect(
     con = duckdb.connect()
     if not is_remote(warehouse.root_uri):
         con.execute(f"SET allowed_directories = [{_literal(str(local_path(warehouse.root_uri)) + '/')}]")
-    con.register("_generations", committed.to_arrow())
-    con.execute("CREATE VIEW generations AS SELECT * FROM _generations")
-    run_filter = f"WHERE t.run_id = {_literal(run_id)}" if run_id else ""
-    for table in _OTHER_TABLES:
-        if table in wanted:
-            con.register(f"_{table}", warehouse.read(table, **({"run_id": run_id} if run_id else {})).to_arrow())
-            con.execute(f"CREATE VIEW {table} AS SELECT * FROM _{table}")
-    for table in GENERATION_TABLES:
-        if table not in wanted:
-            continue
-        pinned = versions is not None
+    con.execute("SET parquet_metadata_cache = true")
+    con.register("_generations", committed.select("run_id", "generation").to_arrow())
+    con.register("_committed", committed.to_arrow())
+    con.execute("CREATE VIEW generations AS SELECT * FROM _committed")
+    pairs = frozenset(zip(committed["run_id"], committed["generation"], strict=True))
+    for table in sorted(wanted - {"generations"}):
+        generation_table = table in GENERATION_TABLES
+        pinned = generation_table and versions is not None
         version = versions.get(table) if pinned else None
         delta = None if pinned and version is None else warehouse.table(table, version)
-        native = _native_scan(delta) if delta is not None else None
-        if native is None:
-            with translated(warehouse.uri(table)):
-                source = delta.to_pyarrow_dataset() if delta is not None else frame(table, []).to_arrow()
-            con.register(f"_{table}", source)
-        columns = ", ".join(f't."{c}"' for c in polars_schema(table))
-        con.execute(
-            f"CREATE VIEW {table} AS SELECT {columns} FROM {native or f'_{table}'} t "
-            "SEMI JOIN _generations g ON t.run_id = g.run_id AND t.generation = g.generation "
-            f"{run_filter}"
-        )
+        _view(con, table, delta, _Scope(run_id, pairs if generation_table else None), in_memory_bytes)
     con.execute("SET enable_external_access = false")
     con.execute("SET lock_configuration = true")
     return con
@@ -146,9 +236,11 @@ def query(
     as_of_generation: int | None = None,
     as_of_version: int | None = None,
 ) -> pl.DataFrame:
-    """Run one read-only query; returns a polars DataFrame."""
+    """Run one read-only query; returns a polars DataFrame. Nothing is read into memory ahead: one query scans
+    each file at most once, and only the columns it needs."""
     check_read_only(sql)
-    con = connect(warehouse, run_id, as_of_generation, as_of_version, tables=referenced_tables(sql))
+    tables = referenced_tables(sql)
+    con = connect(warehouse, run_id, as_of_generation, as_of_version, tables, in_memory_bytes=0)
     try:
         return con.sql(sql).pl()
     except duckdb.Error as exc:

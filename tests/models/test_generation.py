@@ -3,7 +3,7 @@ from __future__ import annotations
 import torch
 
 from genenv.models.generation import BACKENDS, SamplingSettings, TransformersBackend, encode_prompt
-from genenv.models.policy import PolicyPair
+from genenv.models.policy import PolicyPair, length_batches
 
 CONVERSATIONS = [[{"role": "user", "content": "What is the weather in " + "Paris " * n}] for n in (5, 1, 3, 0, 6, 2, 4)]
 GREEDY = SamplingSettings(max_new_tokens=10, temperature=0)
@@ -48,8 +48,45 @@ def test_sampling_is_deterministic_per_seed(policy: PolicyPair) -> None:
 
 def test_progress_counts_each_batch(policy: PolicyPair) -> None:
     seen: list[int] = []
-    TransformersBackend(policy, batch_size=3).generate("agent", CONVERSATIONS, GREEDY, progress=seen.append)
-    assert seen == [3, 3, 1]
+    backend = TransformersBackend(policy, batch_size=3)
+    backend.generate("agent", CONVERSATIONS, GREEDY, progress=seen.append)
+    prompts = [encode_prompt(policy.tokenizer, c) for c in CONVERSATIONS]
+    assert seen == [len(b) for b in backend.batches(prompts, GREEDY.max_new_tokens)]
+    assert sum(seen) == len(CONVERSATIONS) and len(seen) > 1
+
+
+def test_batches_never_outnumber_row_batches_and_widen_for_short_prompts() -> None:
+    backend = TransformersBackend(policy=None, batch_size=4)  # batching needs no model
+    prompts = [[0] * n for n in (30, 30, 31, 30, 29, 30, 30, 31, 30)]
+    assert [len(b) for b in backend.batches(prompts, 8)] == [4, 4, 1]
+    prompts = [[0] * n for n in (4, 12, 200, 4, 12, 4, 12, 400, 4, 12, 4, 12, 12, 4, 12)]
+    assert [len(b) for b in backend.batches(prompts, 6)] == [13, 2], "13 short rows fit in 4 rows of the longest"
+    assert backend.batches(prompts, 6) == length_batches([len(p) for p in prompts], 4 * (400 + 6), extra=6)
+
+
+def test_merged_greedy_equals_the_unmerged_adapter_token_for_token(policy: PolicyPair, snapshot, unchanged) -> None:
+    """The merged working copy answers exactly as the PEFT adapter applied per token, and leaves no trace."""
+    with torch.no_grad():
+        for name, param in policy.model.named_parameters():
+            if "lora_B.agent." in name:
+                param.normal_(0.0, 0.05)
+    backend = TransformersBackend(policy, batch_size=3)
+    prompts = [encode_prompt(policy.tokenizer, c) for c in CONVERSATIONS]
+    base, adapter = snapshot(policy, None), snapshot(policy, "agent")
+    merged = backend.generate("agent", CONVERSATIONS, GREEDY)
+    trainable = {n for n, p in policy.model.named_parameters() if p.requires_grad}
+    assert trainable == set(adapter), "after generating, exactly the role's adapter is trainable"
+    assert unchanged(snapshot(policy, None), base) and unchanged(snapshot(policy, "agent"), adapter)
+    policy.activate("agent")
+    policy.model.eval()
+    unmerged = [None] * len(prompts)
+    for indices in backend.batches(prompts, GREEDY.max_new_tokens):
+        for i, completion in zip(indices, backend._generate_batch([prompts[i] for i in indices], GREEDY), strict=True):
+            unmerged[i] = completion
+    assert ids(merged) == ids(unmerged)
+    with policy.model.disable_adapter():
+        plain = backend._generate_batch(prompts, GREEDY)
+    assert ids(plain) != ids(merged), "the adapter must change the answers for this check to mean anything"
 
 
 def test_uses_the_role_adapter_and_restores_the_mode(policy: PolicyPair) -> None:

@@ -161,8 +161,12 @@ def test_gradient_matches_unbatched_logprobs(policy: PolicyPair) -> None:
         loss = loss - advantage * logp / tokens
     expected = torch.autograd.grad(loss, params)
     captured: dict[int, torch.Tensor] = {}
-    hooks = [p.register_hook(lambda g, i=i: captured.setdefault(i, g.clone())) for i, p in enumerate(params)]
-    grpo_update(policy, "agent", rows, lr=0.0, kl_coef=0.0, micro_batch_size=len(rows), max_grad_norm=1e9)
+
+    def add(i: int, grad: torch.Tensor) -> None:  # summed over micro-batches
+        captured[i] = captured.get(i, torch.zeros_like(grad)) + grad
+
+    hooks = [p.register_hook(lambda g, i=i: add(i, g)) for i, p in enumerate(params)]
+    grpo_update(policy, "agent", rows, lr=0.0, kl_coef=0.0, micro_batch_size=1, max_grad_norm=1e9)
     for hook in hooks:
         hook.remove()
     assert sorted(captured) == list(range(len(params)))
@@ -294,3 +298,20 @@ def test_optimizer_state_survives_save_and_load(tiny_model_dir: Path, tmp_path: 
         torch.cat([p.flatten() for p in snapshot(kept, "agent").values()]),
         atol=1e-4,
     )
+
+
+def test_micro_batch_cut_does_not_change_the_update(tiny_model_dir: Path, snapshot) -> None:
+    """Length-sorted micro-batches of any size sum to the same step (up to float summation order)."""
+    rows = samples([1.0, 0.0, 0.0, 1.0], [1.0, 0.0, 0.5])
+    results = []
+    for micro_batch_size in (1, 2, len(rows)):
+        policy = PolicyPair.load(tiny_model_dir, LoraSettings())
+        perturb(policy, "agent", 3)
+        records = grpo_update(
+            policy, "agent", rows, lr=1e-2, kl_coef=0.0, epochs=2, minibatch_size=4, micro_batch_size=micro_batch_size
+        )
+        results.append((records, snapshot(policy, "agent")))
+    (first, weights), *others = results
+    for records, other in others:
+        assert [r["loss"] for r in records] == pytest.approx([r["loss"] for r in first], abs=1e-6)
+        assert all(torch.allclose(other[name], weights[name], atol=1e-5) for name in weights)

@@ -6,7 +6,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
-from genenv.models.policy import ROLES, LoraSettings, PolicyPair
+from genenv.models.policy import ROLES, LoraSettings, PolicyPair, length_batches, median_budget
 
 PROMPTS = [[1, 40, 41, 42, 43], [1, 50, 51]]
 COMPLETIONS = [[60, 61], [62, 63, 64]]  # lengths 7 and 6: row 1 is left-padded
@@ -178,3 +178,44 @@ def test_completion_logprobs_align_with_unbatched_forward(policy: PolicyPair) ->
         assert mask[row].tolist() == [False] * (width - len(completion)) + [True] * len(completion)
         assert targets[row, mask[row]].tolist() == completion
         assert torch.allclose(log_probs[row, mask[row]], expected, atol=1e-5)
+
+
+def test_length_batches_sort_and_size_by_tokens() -> None:
+    lengths = [4, 12, 200, 4, 12, 4, 12, 400, 4, 12, 4, 12, 12, 4, 12]
+    budget = median_budget(lengths, 4) + 4 * 6
+    assert budget == 4 * (12 + 6)
+    batches = length_batches(lengths, budget, extra=6)
+    assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
+    flat = [lengths[i] for b in batches for i in b]
+    assert flat == sorted(flat)
+    assert all(len(b) == 1 or len(b) * (max(lengths[i] for i in b) + 6) <= budget for b in batches)
+    assert len(batches[0]) > 4, "short rows fill wider batches"
+    assert [len(b) for b in batches[-2:]] == [1, 1], "rows longer than the budget go alone"
+    assert length_batches([], 10) == [] and median_budget([], 4) == 0
+
+
+def test_merged_forward_equals_the_adapter_and_leaves_no_trace(
+    policy: PolicyPair, tmp_path: Path, snapshot, unchanged
+) -> None:
+    perturb(policy, "agent")
+    perturb(policy, "simulator")
+    expected = logits(policy, "agent")
+    policy.save_adapter("agent", tmp_path / "before")
+    weights = {n: p for n, p in policy.model.named_parameters()}
+    base, adapters = snapshot(policy, None), {role: snapshot(policy, role) for role in ROLES}
+    with policy.merged("agent"):
+        with torch.no_grad():
+            merged, _, _ = policy.completion_logprobs(PROMPTS, COMPLETIONS)
+        assert not any(p.requires_grad for p in policy.model.parameters()), "nothing trains through a merged copy"
+    torch.testing.assert_close(merged, expected, rtol=1e-5, atol=1e-5)
+    assert all(weights[n] is p for n, p in policy.model.named_parameters()), "the original tensors are back"
+    assert unchanged(snapshot(policy, None), base)
+    assert all(unchanged(snapshot(policy, role), adapters[role]) for role in ROLES)
+    assert {n for n, p in policy.model.named_parameters() if p.requires_grad} == set(adapters["agent"])
+    torch.testing.assert_close(logits(policy, "agent"), expected, rtol=0, atol=0)
+    policy.save_adapter("agent", tmp_path / "after")
+    saved = [(tmp_path / name / "adapter_model.safetensors").read_bytes() for name in ("before", "after")]
+    assert saved[0] == saved[1]
+    with pytest.raises(RuntimeError, match="inside"), policy.merged("simulator"):
+        raise RuntimeError("inside")
+    assert unchanged(snapshot(policy, None), base)

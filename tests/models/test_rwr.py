@@ -112,3 +112,24 @@ def test_records_carry_entropy_and_persist_is_passed_through(policy: PolicyPair)
     records = weighted_sft(policy, "agent", batch * 2, lr=1e-2, kl_coef=0.0, batch_size=2, epochs=2)
     assert len(records) == 4
     assert policy.optimizer_states["agent"]["state"][0]["step"].item() == 4
+
+
+def test_a_step_over_rows_of_different_lengths_has_the_whole_batch_gradient(policy: PolicyPair) -> None:
+    """The step is computed in length-sorted micro-batches; its loss and gradient norm are the whole batch's."""
+    short = WeightedExample([1, 40], [60, 61], 2.0)
+    long = WeightedExample([1, *range(40, 90)], [62, 63, 64, 65], 0.5)
+    middle = WeightedExample([1, 41, 42, 43], [66], 1.0)
+    batch = [short, long, middle]
+    policy.activate("agent")
+    with torch.no_grad():
+        for param in policy.trainable_parameters():
+            param.normal_(0.0, 0.2)
+    params = policy.trainable_parameters()
+    log_probs, targets, mask = policy.completion_logprobs([e.prompt_ids for e in batch], [e.target_ids for e in batch])
+    nll = (-log_probs.gather(-1, targets.unsqueeze(-1)).squeeze(-1) * mask).sum(-1) / mask.sum(-1)
+    weights = torch.tensor([e.weight for e in batch])
+    loss = (weights * nll).sum() / weights.sum()
+    grad_norm = torch.linalg.vector_norm(torch.stack([g.norm() for g in torch.autograd.grad(loss, params)]))
+    [record] = weighted_sft(policy, "agent", batch, lr=0.0, kl_coef=0.0, max_grad_norm=1e9)
+    assert record["nll"] == pytest.approx(loss.item(), rel=1e-5)
+    assert record["grad_norm"] == pytest.approx(grad_norm.item(), rel=1e-4)
