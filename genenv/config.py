@@ -43,7 +43,11 @@ class GenEnvConfig:
         "embedded:smollm2-135m-instruct",
         "Base model of both agent and simulator: 'embedded:smollm2-135m-instruct', a hub id or a local folder.",
     )
-    backend: str = _f("transformers", "Generation backend (registry in models/generation.py).")
+    backend: str = _f(
+        "transformers",
+        "Generation backend (registry in models/generation.py): transformers, or vllm (one engine per run; needs "
+        "vLLM installed, see docs/gpu.md).",
+    )
     precision: str = _f(
         "float32", "Compute precision of forward passes: float32, or bfloat16 (about 2x faster on recent CPUs)."
     )
@@ -54,6 +58,12 @@ class GenEnvConfig:
     domain: str = _f("tool_call", "Task family (registry in domains/).")
     heldout_fraction: float = _f(0.2, "Share of seeds held out of all training, to measure the agent.")
     max_heldout: int = _f(0, "Cap on held-out seeds evaluated per generation (0 = all).")
+    episode_max_turns: int = _f(
+        8, "Multi-turn domains (text_game): the agent's turns per episode; a win or a loss ends it sooner."
+    )
+    show_admissible_commands: bool = _f(
+        True, "Multi-turn domains (text_game): list the commands the game accepts after each observation."
+    )
     # --- generation 0: warm start ---
     warm_start: bool = _f(True, "SFT both adapters on the seed set first (generation 0), for small models.")
     warm_start_epochs: int = _f(2, "Epochs of warm-start SFT over the seed set.")
@@ -118,7 +128,7 @@ class GenEnvConfig:
 
     def _check(self) -> None:
         from genenv.curriculum.rewards import GENERATOR_REWARDS
-        from genenv.domains.base import DOMAINS
+        from genenv.domains.base import DOMAINS, DomainUnavailable
 
         def need(ok: bool, name: str, why: str) -> None:
             if not ok:
@@ -140,6 +150,7 @@ class GenEnvConfig:
             "agent_minibatch_size",
             "train_batch_size",
             "simulator_max_records",
+            "episode_max_turns",
         ):
             need(getattr(self, name) >= 1, name, "must be >= 1")
         need(self.precision in ("float32", "bfloat16"), "precision", "must be float32 or bfloat16")
@@ -173,9 +184,18 @@ class GenEnvConfig:
             f"must be one of {GENERATOR_REWARDS.names()}",
         )
         need(self.domain in DOMAINS, "domain", f"must be one of {DOMAINS.names()}")
+        try:
+            DOMAINS.get(self.domain)(self)
+        except DomainUnavailable as missing:
+            need(False, "domain", str(missing))
         from genenv.models.generation import BACKENDS
 
         need(self.backend in BACKENDS, "backend", f"must be one of {BACKENDS.names()}")
+        if self.backend == "vllm":
+            from genenv.models.vllm import unavailable
+
+            problem = unavailable()
+            need(problem is None, "backend", f"{problem}")
         if self.benchmarks_dir:
             need(Path(self.benchmarks_dir).is_dir(), "benchmarks_dir", "folder does not exist")
 

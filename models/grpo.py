@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from genenv.models.policy import PolicyPair
+from genenv.models.policy import PolicyPair, length_batches, median_budget
 
 
 @dataclass(frozen=True)
@@ -21,6 +21,13 @@ class GroupSample:
     completion_ids: list[int]
     reward: float
     group: str
+    loss_mask: list[int] | None = None
+    """1 on the completion tokens the policy wrote, 0 on those the environment did (a multi-turn episode's
+    observations): only the former carry loss. None: every completion token is the policy's."""
+
+    @property
+    def learned_tokens(self) -> int:
+        return len(self.completion_ids) if self.loss_mask is None else sum(self.loss_mask)
 
 
 @dataclass(frozen=True)
@@ -80,6 +87,8 @@ def grpo_update(
     summed over the minibatch's completion tokens and divided by their number. logp_old (and logp_ref) come
     from one no-grad pass before the first step, so r measures how far this call's earlier steps moved the
     policy. The record's token means (kl, clip_ratio, entropy, approx_kl) cover the rows the step computed.
+    A step's rows are computed in length-sorted micro-batches of about `micro_batch_size` median-length rows'
+    tokens (`length_batches`), so little of the work is padding; the loss is a sum, so the cut does not change it.
     """
     advantages = group_advantages(samples)
     zero_spread = zero_spread_share(samples)
@@ -99,12 +108,13 @@ def grpo_update(
             trained = [rows[i] for i in minibatch if i in rows]
             if trained:
                 # dapo: the minibatch's completion tokens, trained or skipped, normalise its loss
-                tokens = sum(len(samples[i].completion_ids) for i in minibatch)
+                tokens = sum(samples[i].learned_tokens for i in minibatch)
                 started = time.perf_counter()
                 optimizer.zero_grad(set_to_none=True)
                 sums: dict[str, float] = defaultdict(float)
-                for start in range(0, len(trained), micro_batch_size):
-                    micro_batch = trained[start : start + micro_batch_size]
+                lengths = [_length(r.sample) for r in trained]
+                for indices in length_batches(lengths, median_budget(lengths, micro_batch_size)):
+                    micro_batch = [trained[i] for i in indices]
                     loss, stats = _micro_batch_loss(policy, micro_batch, kl_coef, clip_epsilon)
                     (loss / tokens).backward()
                     for key, value in stats.items():
@@ -165,15 +175,22 @@ def _rows(
 
 def _logprobs(policy: PolicyPair, samples: Sequence[GroupSample], micro_batch_size: int) -> list[torch.Tensor]:
     """Each sample's completion-token log-probs under the current forward path, without gradient."""
-    out: list[torch.Tensor] = []
+    out: list[torch.Tensor] = [torch.empty(0)] * len(samples)
     with torch.no_grad():
-        for start in range(0, len(samples), micro_batch_size):
-            batch = samples[start : start + micro_batch_size]
+        lengths = [_length(s) for s in samples]
+        for indices in length_batches(lengths, median_budget(lengths, micro_batch_size)):
+            batch = [samples[i] for i in indices]
             log_probs, targets, mask = policy.completion_logprobs(
                 [s.prompt_ids for s in batch], [s.completion_ids for s in batch]
             )
-            out += _token_logp(log_probs, targets, mask)[mask].split([len(s.completion_ids) for s in batch])
+            values = _token_logp(log_probs, targets, mask)[mask].split([len(s.completion_ids) for s in batch])
+            for i, value in zip(indices, values, strict=True):
+                out[i] = value
     return out
+
+
+def _length(sample: GroupSample) -> int:
+    return len(sample.prompt_ids) + len(sample.completion_ids)
 
 
 def _micro_batch_loss(
@@ -185,6 +202,7 @@ def _micro_batch_loss(
     )
     logp = _token_logp(log_probs, targets, mask)
     old_logp = _placed([r.old_logp for r in batch], mask)
+    learned = _learned(batch, mask)
     advantage = torch.tensor([r.advantage for r in batch], dtype=logp.dtype, device=logp.device).unsqueeze(-1)
     ratio = torch.exp(logp - old_logp)
     # PPO's clipped surrogate (as TRL's GRPO): the pessimistic of the unclipped and the clipped objective.
@@ -194,8 +212,8 @@ def _micro_batch_loss(
         delta = _placed([r.ref_logp for r in batch], mask) - logp
         kl = torch.exp(delta) - delta - 1  # k3 estimate of KL(pi || pi_ref)
         per_token = per_token + kl_coef * kl
-        stats["kl"] = (kl * mask).sum().item()
-    loss = (per_token * mask).sum()
+        stats["kl"] = (kl * learned).sum().item()
+    loss = (per_token * learned).sum()
     with torch.no_grad():
         clipped = ((ratio < 1 - eps) & (advantage < 0)) | ((ratio > 1 + eps) & (advantage > 0))
         entropy = -(log_probs.exp() * log_probs).sum(-1)
@@ -203,10 +221,10 @@ def _micro_batch_loss(
         approx_kl = torch.exp(moved) - moved - 1  # k3 of the current policy to the pre-update one
         stats |= {
             "loss": loss.item(),
-            "tokens": mask.sum().item(),
-            "clipped": (clipped & mask).sum().item(),
-            "entropy": (entropy * mask).sum().item(),
-            "approx_kl": (approx_kl * mask).sum().item(),
+            "tokens": learned.sum().item(),
+            "clipped": (clipped & learned).sum().item(),
+            "entropy": (entropy * learned).sum().item(),
+            "approx_kl": (approx_kl * learned).sum().item(),
         }
     return loss, stats
 
@@ -220,6 +238,19 @@ def _placed(values: Sequence[torch.Tensor], mask: torch.Tensor) -> torch.Tensor:
     """Per-row token values laid out where `mask` marks each row's completion tokens; 0 at padding."""
     out = torch.zeros(mask.shape, device=mask.device)
     out[mask] = torch.cat(list(values))
+    return out
+
+
+def _learned(batch: Sequence[_Row], mask: torch.Tensor) -> torch.Tensor:
+    """The completion tokens that carry loss, laid out as `mask`: all of them, or a row's `loss_mask`."""
+    values = [
+        torch.ones(len(r.sample.completion_ids), dtype=torch.bool)
+        if r.sample.loss_mask is None
+        else torch.tensor(r.sample.loss_mask, dtype=torch.bool)
+        for r in batch
+    ]
+    out = torch.zeros(mask.shape, dtype=torch.bool, device=mask.device)
+    out[mask] = torch.cat(values).to(mask.device)
     return out
 
 

@@ -1,12 +1,33 @@
-"""The agent's answers to tasks and their scoring: shared by rollout (sampled), verify and evaluate (greedy)."""
+"""The agent's answers to tasks and their scoring: shared by rollout (sampled), verify and evaluate (greedy).
+
+A single-turn domain's answer is one completion. A multi-turn domain's is an episode: every turn, the agent's
+next reply in all episodes still in play comes from one batched generation, then each game answers; the
+trajectory is the whole conversation as one token sequence with a mask on the agent's words.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+
 import polars as pl
 
-from genenv.domains.base import TaskInstance
-from genenv.models.generation import GenerationBackend, SamplingSettings
+from genenv.domains.base import Episode, MultiTurnDomain, TaskInstance
+from genenv.models.conversation import encode_conversation
+from genenv.models.generation import GenerationBackend, SamplingSettings, encode_prompt
 from genenv.tasks.context import GenerationRef, load_tasks, progress_bar
+
+ANSWER_SCHEMA = {
+    "task_id": pl.String,
+    "purpose": pl.String,
+    "sample_index": pl.Int64,
+    "completion": pl.String,
+    "finished": pl.Boolean,
+    "prompt_ids": pl.List(pl.Int64),
+    "completion_ids": pl.List(pl.Int64),
+    "completion_mask": pl.List(pl.Int8),
+}
+TURN_SEED_STRIDE = 7919
+"""Each turn samples with its own seed (sampling seed + turn x this prime), so turns do not repeat each other."""
 
 
 def answer_tasks(
@@ -17,50 +38,86 @@ def answer_tasks(
     sampling: SamplingSettings,
     label: str,
 ) -> pl.DataFrame:
-    """`samples` agent answers to each (task, purpose), as rows of raw completions."""
-    domain = ref.domain
-    conversations = [domain.agent_messages(t) for t, _ in tasks for _ in range(samples)]
+    """`samples` agent answers to each (task, purpose), as rows of raw completions (episodes when multi-turn)."""
+    work = [(task, purpose, k) for task, purpose in tasks for k in range(samples)]
+    if isinstance(ref.domain, MultiTurnDomain):
+        return _play_episodes(ref, backend, work, sampling, label)
+    conversations = [ref.domain.agent_messages(task) for task, _, _ in work]
     with progress_bar(f"g{ref.generation} {label}", len(conversations)) as bar:
         completions = backend.generate("agent", conversations, sampling, progress=bar.update)
     rows = [
         {
-            "task_id": t.task_id,
+            "task_id": task.task_id,
             "purpose": purpose,
             "sample_index": k,
-            "completion": completions[i * samples + k].text,
-            "finished": completions[i * samples + k].finished,
-            "prompt_ids": completions[i * samples + k].prompt_ids,
-            "completion_ids": completions[i * samples + k].completion_ids,
+            "completion": completion.text,
+            "finished": completion.finished,
+            "prompt_ids": completion.prompt_ids,
+            "completion_ids": completion.completion_ids,
+            "completion_mask": None,
         }
-        for i, (t, purpose) in enumerate(tasks)
-        for k in range(samples)
+        for (task, purpose, k), completion in zip(work, completions, strict=True)
     ]
-    return pl.DataFrame(
-        rows,
-        schema={
-            "task_id": pl.String,
-            "purpose": pl.String,
-            "sample_index": pl.Int64,
-            "completion": pl.String,
-            "finished": pl.Boolean,
-            "prompt_ids": pl.List(pl.Int64),
-            "completion_ids": pl.List(pl.Int64),
-        },
-    )
+    return pl.DataFrame(rows, schema=ANSWER_SCHEMA)
 
 
-def trajectory_rows(ref: GenerationRef, answers: pl.DataFrame) -> list[dict]:
-    """Score raw agent answers into `trajectories` rows."""
+def _play_episodes(
+    ref: GenerationRef,
+    backend: GenerationBackend,
+    work: list[tuple[TaskInstance, str, int]],
+    sampling: SamplingSettings,
+    label: str,
+) -> pl.DataFrame:
+    domain = ref.domain
+    tokenizer = backend.policy.tokenizer
+    episodes: list[Episode] = []
+    try:
+        episodes = [domain.start_episode(task) for task, _, _ in work]
+        firsts = [episode.messages() for episode in episodes]
+        turn = 0
+        with progress_bar(f"g{ref.generation} {label}", len(episodes), unit="episode") as bar:
+            while playing := [episode for episode in episodes if not episode.done]:
+                turn_sampling = dataclasses.replace(sampling, seed=sampling.seed + turn * TURN_SEED_STRIDE)
+                replies = backend.generate("agent", [episode.messages() for episode in playing], turn_sampling)
+                for episode, reply in zip(playing, replies, strict=True):
+                    episode.step(reply.text)
+                bar.update(sum(episode.done for episode in playing))
+                turn += 1
+        rows = []
+        for (task, purpose, k), episode, first in zip(work, episodes, firsts, strict=True):
+            ids, mask = encode_conversation(tokenizer, episode.messages())
+            start = len(encode_prompt(tokenizer, first))
+            rows.append(
+                {
+                    "task_id": task.task_id,
+                    "purpose": purpose,
+                    "sample_index": k,
+                    "completion": episode.transcript(),
+                    "finished": episode.ended_by_game,
+                    "prompt_ids": ids[:start],
+                    "completion_ids": ids[start:],
+                    "completion_mask": mask[start:],
+                }
+            )
+    finally:
+        for episode in episodes:
+            episode.close()
+    return pl.DataFrame(rows, schema=ANSWER_SCHEMA)
+
+
+def trajectory_rows(ref: GenerationRef, answers: pl.DataFrame) -> tuple[list[dict], list[dict]]:
+    """Score raw agent answers into `trajectories` rows, and the `turns` rows of multi-turn episodes."""
     domain, threshold = ref.domain, ref.config.solved_threshold
     tasks = load_tasks(ref, answers["task_id"].unique().to_list())
-    rows = []
+    rows, turns = [], []
     for a in answers.iter_rows(named=True):
         verdict = domain.verify(a["completion"], tasks[a["task_id"]])
+        trajectory_id = ref.key(a["purpose"], a["task_id"], a["sample_index"])
         rows.append(
             {
                 "run_id": ref.run_id,
                 "generation": ref.generation,
-                "trajectory_id": ref.key(a["purpose"], a["task_id"], a["sample_index"]),
+                "trajectory_id": trajectory_id,
                 "task_id": a["task_id"],
                 "purpose": a["purpose"],
                 "sample_index": a["sample_index"],
@@ -74,6 +131,21 @@ def trajectory_rows(ref: GenerationRef, answers: pl.DataFrame) -> list[dict]:
                 "solved": verdict.reward >= threshold,
                 "prompt_ids": a["prompt_ids"],
                 "completion_ids": a["completion_ids"],
+                "completion_mask": a["completion_mask"],
             }
         )
-    return rows
+        turns += [
+            {"run_id": ref.run_id, "generation": ref.generation, "trajectory_id": trajectory_id, **turn}
+            for turn in verdict.turns
+        ]
+    return rows, turns
+
+
+def record_turns(ref: GenerationRef, turns: list[dict]) -> None:
+    """Append the turns of trajectories not yet recorded: written before their trajectories (whose rows mark the
+    stage done), so a crash between the two writes repeats nothing on resume."""
+    if not turns:
+        return
+    stored = ref.warehouse.read("turns", run_id=ref.run_id, generation=ref.generation)
+    recorded = set(stored["trajectory_id"].to_list()) if not stored.is_empty() else set()
+    ref.warehouse.append("turns", [turn for turn in turns if turn["trajectory_id"] not in recorded])

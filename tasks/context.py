@@ -40,7 +40,7 @@ class GenerationRef:
 
     @property
     def domain(self) -> Domain:
-        return get_domain(self.config.domain)
+        return get_domain(self.config.domain, self.config)
 
     def key(self, *parts: object) -> str:
         """Stable ids for rows this generation writes: '<run>/g<g>/...'."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from genenv.tasks.answers import answer_tasks, trajectory_rows
+from genenv.tasks.answers import answer_tasks, record_turns, trajectory_rows
 from genenv.tasks.context import fresh_tasks, greedy_sampling, load_tasks, probe_set
 from genenv.tasks.contract import Adapters, Measured, generation_stage
 from genenv.tasks.runtime import current_runtime, reference_checkpoints
@@ -31,7 +31,8 @@ def evaluate_heldout(adapters: Adapters) -> Measured:
         work += [(t, "probe_after") for t in probe_set(ref, fresh_tasks(ref, known))]
     backend = current_runtime().backend(config, (adapters.agent, adapters.simulator), reference_checkpoints(ref))
     answers = answer_tasks(ref, backend, work, 1, greedy_sampling(config), "held-out eval and probe")
-    rows = trajectory_rows(ref, answers)
+    rows, turns = trajectory_rows(ref, answers)
+    record_turns(ref, turns)
     warehouse.append("trajectories", rows)
     heldout = [r for r in rows if r["purpose"] == "heldout"]
     return Measured(ref, {"heldout": len(heldout), "solved": sum(r["solved"] for r in heldout)})

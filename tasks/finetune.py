@@ -33,7 +33,9 @@ def agent_groups(ref: GenerationRef) -> list[GroupSample]:
     rows = ref.warehouse.read("trajectories", run_id=ref.run_id, generation=ref.generation)
     rows = rows.filter(pl.col("purpose").is_in(["fresh", "pool"])).sort("trajectory_id")
     return [
-        GroupSample(r["prompt_ids"], r["completion_ids"], r["reward"], group=r["task_id"])
+        GroupSample(
+            r["prompt_ids"], r["completion_ids"], r["reward"], group=r["task_id"], loss_mask=r["completion_mask"]
+        )
         for r in rows.iter_rows(named=True)
     ]
 

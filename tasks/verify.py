@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from genenv.tasks.answers import trajectory_rows
+from genenv.tasks.answers import record_turns, trajectory_rows
 from genenv.tasks.contract import Rollouts, Scored, generation_stage
 from genenv.tasks.staging import read_staged
 
@@ -21,6 +21,7 @@ def verify(rollouts: Rollouts) -> Scored:
     answers = read_staged(rollouts.uri)
     if answers is None:
         raise RuntimeError(f"verify {ref.run_id} g{ref.generation}: no staged rollouts at {rollouts.uri}")
-    rows = trajectory_rows(ref, answers)
+    rows, turns = trajectory_rows(ref, answers)
+    record_turns(ref, turns)
     ref.warehouse.append("trajectories", rows)
     return Scored(ref, {"trajectories": len(rows), "solved": sum(r["solved"] for r in rows)})

@@ -8,6 +8,7 @@ the base model) and are saved as generation 0's checkpoints all the same.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
 from genenv.curriculum.pools import draw, generation_rng
 from genenv.domains.base import TaskInstance
@@ -40,14 +41,16 @@ def warm_start(seeds: TaskSet) -> Adapters:
     seeds = list(load_tasks(ref, pool_ids(ref, "train", 0)).values())
     chosen = draw(seeds, config.warm_start_examples or len(seeds), rng)
     tokenizer = policy.tokenizer
-    agent_examples = [encode_example(tokenizer, domain.agent_messages(s), s.answer) for s in chosen]
+    agent_examples = [
+        encode_example(tokenizer, messages, reply) for s in chosen for messages, reply in domain.demonstrations(s)
+    ]
     simulator_examples = [
         encode_example(
             tokenizer,
             domain.simulator_messages(seed, success, alpha=config.alpha, k_min=config.k_min),
             domain.simulator_target(sibling),
         )
-        for seed, sibling, success in sibling_pairs(seeds, chosen, rng)
+        for seed, sibling, success in sibling_pairs(seeds, chosen, rng, domain.sibling_key)
     ]
     rows = []
     for role, examples in (("agent", agent_examples), ("simulator", simulator_examples)):
@@ -71,16 +74,20 @@ def warm_start(seeds: TaskSet) -> Adapters:
 
 
 def sibling_pairs(
-    seeds: list[TaskInstance], chosen: list[TaskInstance], rng: random.Random
+    seeds: list[TaskInstance],
+    chosen: list[TaskInstance],
+    rng: random.Random,
+    sibling_key: Callable[[TaskInstance], str],
 ) -> list[tuple[TaskInstance, TaskInstance, float]]:
-    """(seed, another seed of the same family, a random success rate to show) for each chosen seed with a
-    sibling: the simulator learns to write a new task for the same functions under any success statistic."""
-    by_family: dict[str, list[TaskInstance]] = {}
+    """(seed, a sibling seed, a random success rate to show) for each chosen seed with a sibling: the simulator
+    learns to write a variation of a seed (for tool_call, a new task for the same functions) under any success
+    statistic."""
+    by_key: dict[str, list[TaskInstance]] = {}
     for seed in seeds:
-        by_family.setdefault(seed.family, []).append(seed)
+        by_key.setdefault(sibling_key(seed), []).append(seed)
     pairs = []
     for seed in chosen:
-        siblings = [s for s in by_family[seed.family] if s.task_id != seed.task_id]
+        siblings = [s for s in by_key[sibling_key(seed)] if s.task_id != seed.task_id]
         if siblings:
             success = round(rng.random(), 2)
             pairs.append((seed, rng.choice(siblings), success))

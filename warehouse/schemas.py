@@ -97,6 +97,22 @@ class Trajectories(_Strict):
     solved: bool
     prompt_ids: pl.List(pl.Int64)
     completion_ids: pl.List(pl.Int64)
+    completion_mask: pl.List(pl.Int8) = pa.Field(nullable=True)
+    """Multi-turn episodes: 1 on the completion tokens the agent wrote (they carry GRPO's loss), 0 on the
+    observations between them; null for single-turn answers (every completion token is the agent's)."""
+
+
+class Turns(_Strict):
+    """One turn of a multi-turn trajectory as the verifier replayed it: the agent's command and the game's answer."""
+
+    run_id: str
+    generation: int = pa.Field(ge=0)
+    trajectory_id: str
+    turn: int = pa.Field(ge=1)
+    command: str
+    observation: str
+    won: bool
+    lost: bool
 
 
 class Batches(_Strict):
@@ -175,12 +191,13 @@ TABLES: dict[str, type[pa.DataFrameModel]] = {
     "tasks": Tasks,
     "pool": Pool,
     "trajectories": Trajectories,
+    "turns": Turns,
     "batches": Batches,
     "training": Training,
     "evaluations": Evaluations,
     "evaluation_items": EvaluationItems,
 }
-GENERATION_TABLES = ("tasks", "pool", "trajectories", "batches", "training")
+GENERATION_TABLES = ("tasks", "pool", "trajectories", "turns", "batches", "training")
 """Tables whose rows belong to one generation: readers see them once the generation is committed."""
 
 PARTITIONS: dict[str, list[str]] = {

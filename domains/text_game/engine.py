@@ -18,13 +18,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from genenv.domains.base import DomainUnavailable
 from genenv.domains.text_game.spec import GameSpec
 
 GAME_REJECT_REASONS = ("does_not_compile", "walkthrough_length", "walkthrough_fails")
+MAX_INPUT_CHARS = 120
 INSTALL_HINT = "the text_game domain needs TextWorld: pip install 'genenv[text-game]'"
 
 
-class TextGameUnavailable(RuntimeError):
+class TextGameUnavailable(DomainUnavailable):
     """TextWorld is not installed."""
 
 
@@ -77,7 +79,8 @@ Policy = Callable[[Observation, tuple[Turn, ...]], str]
 """Chooses the next command from the latest observation and the turns so far."""
 
 
-def _textworld() -> Any:
+def require_textworld() -> Any:
+    """The textworld module, or TextGameUnavailable saying how to install it."""
     try:
         import textworld
         import textworld.generator
@@ -95,7 +98,7 @@ def compile_game(spec: GameSpec, cache_dir: Path) -> CompiledGame:
     if path.is_file() and sidecar.is_file():
         known = json.loads(sidecar.read_text())
         return CompiledGame(spec, path, known["objective"], tuple(known["walkthrough"]))
-    textworld = _textworld()
+    textworld = require_textworld()
     options = textworld.GameOptions()
     options.seeds = spec.seed
     options.nb_rooms = spec.rooms
@@ -141,13 +144,20 @@ def _observation(state: Any, text: str) -> Observation:
     )
 
 
+def game_input(command: str) -> str:
+    """`command` as the interpreter may read it: printable ASCII on one line, at most MAX_INPUT_CHARS. The Z-machine
+    reads ASCII, and the C interpreter under TextWorld crashes the process on some bytes (a NUL does)."""
+    printable = "".join(c if " " <= c <= "~" else " " for c in command)
+    return " ".join(printable.split())[:MAX_INPUT_CHARS]
+
+
 class GameSession:
     """One open game, stepped by the caller: many sessions can advance together, one command each per turn (the
     agent's commands for all of them come from one batched generation). Commands are game input only: the game
     parses them, nothing executes them."""
 
     def __init__(self, game: CompiledGame) -> None:
-        textworld = _textworld()
+        textworld = require_textworld()
         infos = textworld.EnvInfos(
             admissible_commands=True, objective=True, description=True, won=True, lost=True, extras=["walkthrough"]
         )
@@ -164,6 +174,7 @@ class GameSession:
         return self.turns[-1].observation if self.turns else self.start
 
     def step(self, command: str) -> Observation:
+        command = game_input(command)
         state, _, _ = self._env.step(command)
         self.turns.append(Turn(command, _observation(state, state["feedback"])))
         return self.observation

@@ -50,6 +50,11 @@ class TextGameEpisode:
     def won(self) -> bool:
         return self._session.observation.won
 
+    @property
+    def ended_by_game(self) -> bool:
+        """Won or lost, rather than cut off by the turn budget."""
+        return self._session.observation.done
+
     def messages(self) -> Messages:
         """The conversation so far, ending with the game's latest answer: the agent's next prompt."""
         return list(self._messages)
@@ -69,7 +74,7 @@ class TextGameEpisode:
 
 
 def replay(transcript: str, game: CompiledGame, max_turns: int) -> Verdict:
-    """R_agent = 1 when the commands win the game within `max_turns`, else 0."""
+    """R_agent = 1 when the commands win the game within `max_turns`, else 0; with every turn as replayed."""
     commands = [line for line in transcript.splitlines() if line.strip()][:max_turns]
     if not commands:
         return Verdict(reward=0.0, parsed_action=None, parse_error="no_command")
@@ -77,5 +82,15 @@ def replay(transcript: str, game: CompiledGame, max_turns: int) -> Verdict:
         for command in commands:
             if playing.step(command).done:
                 break
-        won = playing.observation.won
-    return Verdict(reward=1.0 if won else 0.0, parsed_action="\n".join(commands))
+        result = playing.result()
+    turns = tuple(
+        {
+            "turn": index,
+            "command": turn.command,
+            "observation": turn.observation.text,
+            "won": turn.observation.won,
+            "lost": turn.observation.lost,
+        }
+        for index, turn in enumerate(result.turns, start=1)
+    )
+    return Verdict(reward=1.0 if result.won else 0.0, parsed_action="\n".join(commands), turns=turns)

@@ -45,7 +45,7 @@ def _task(task_id: str, spec: GameSpec, objective: str, walkthrough: list[str] |
         task_id=task_id,
         spec={"game": json.loads(spec.to_json()), "objective": objective},
         answer="\n".join(walkthrough),
-        family=f"quest-{spec.quest_length}",
+        family=f"game-{spec.key}",  # every world is its own: held-out seeds spread over every difficulty
     )
 
 

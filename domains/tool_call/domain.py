@@ -135,6 +135,10 @@ class ToolCallDomain:
         """Same request modulo case, punctuation and spacing, with the same calls in any order."""
         return normalise_question(task.spec["question"]) + "||" + self.answer_key(task)
 
+    def sibling_key(self, task: TaskInstance) -> str:
+        """Seeds offering the same functions."""
+        return task.family
+
     def answer_key(self, task: TaskInstance) -> str:
         """The calls in canonical form (calls.canonical_calls), as ValidationContext.heldout_calls holds them."""
         return canonical_calls(parse_calls(task.answer))
@@ -155,6 +159,9 @@ class ToolCallDomain:
             return Verdict(reward=float(judged.valid), parsed_action=None, parse_error=str(exc))
         solved = judged.valid and schema_error(predicted, functions) is None
         return Verdict(reward=float(solved), parsed_action=format_calls(predicted))
+
+    def demonstrations(self, task: TaskInstance) -> list[tuple[Messages, str]]:
+        return [(self.agent_messages(task), task.answer)]
 
     def benchmark_texts(self, benchmarks_dir: str) -> Iterable[str]:
         return decontamination.benchmark_texts(benchmarks_dir)

@@ -68,5 +68,5 @@ def test_the_builtins_resolve_by_name():
 
 
 def test_the_config_names_the_known_entries():
-    with pytest.raises(ConfigError, match=r"domain: must be one of \['tool_call'\] \(got 'chess'\)"):
+    with pytest.raises(ConfigError, match=r"domain: must be one of \['text_game', 'tool_call'\] \(got 'chess'\)"):
         GenEnvConfig(domain="chess")

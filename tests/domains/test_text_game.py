@@ -15,7 +15,15 @@ import pytest
 
 from genenv.domains.base import ValidationContext
 from genenv.domains.text_game import tasks
-from genenv.domains.text_game.engine import GameRejected, _check_walkthrough, compile_game, play, random_agent_success
+from genenv.domains.text_game.engine import (
+    GameRejected,
+    _check_walkthrough,
+    compile_game,
+    game_input,
+    play,
+    random_agent_success,
+    session,
+)
 from genenv.domains.text_game.episodes import TextGameEpisode, command_of, replay
 from genenv.domains.text_game.spec import GameSpec, SpecError
 
@@ -204,3 +212,16 @@ def test_replaying_the_commands_is_the_verifier(game):
     assert replay("\n".join(game.walkthrough), game, max_turns=3).reward == 0.0  # over the turn budget
     assert replay("look\ninventory", game, max_turns=10).reward == 0.0
     assert replay("", game, max_turns=10).parse_error == "no_command"
+
+
+def test_what_reaches_the_interpreter_is_printable_ascii_on_one_line():
+    assert game_input("take\x00 key\n from  chest") == "take key from chest"
+    assert game_input("ouvrir la porte  é日本") == "ouvrir la porte"
+    assert len(game_input("x" * 500)) == 120
+
+
+@needs_textworld
+def test_bytes_that_crash_the_interpreter_never_reach_it(game):
+    with session(game) as playing:
+        assert playing.step("a\x00b").text  # a NUL passed through kills the process (SIGSEGV)
+        assert playing.turns[-1].command == "a b"

@@ -89,6 +89,7 @@ def _trajectories(
             "solved": solved,
             "prompt_ids": _token_lists(rng, np.full(n, shape.prompt_tokens)),
             "completion_ids": _token_lists(rng, lengths),
+            "completion_mask": None,
         },
     )
 
