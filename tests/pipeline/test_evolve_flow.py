@@ -9,6 +9,7 @@ import pytest
 
 from genenv.tasks.context import run_config
 from genenv.warehouse.query import query
+from genenv.warehouse.schemas import GENERATION_TABLES
 
 pytestmark = pytest.mark.slow
 
@@ -20,7 +21,7 @@ def test_every_generation_is_committed_with_its_snapshot(finished_run):
     for row in generations.iter_rows(named=True):
         assert Path(row["agent_checkpoint"]).is_dir() and Path(row["simulator_checkpoint"]).is_dir()
         versions = json.loads(row["table_versions"])
-        assert set(versions) == {"tasks", "pool", "trajectories", "batches", "training"}
+        assert set(versions) == set(GENERATION_TABLES)
         metrics = json.loads(row["metrics"])
         assert {"valid_rate", "mean_p_hat", "band_share", "heldout_success"} <= set(metrics)
     assert warehouse.read("runs").height == 1
@@ -157,7 +158,7 @@ def test_rerunning_the_flow_resumes_without_duplicating(finished_run):
     from genenv.flows.evolve import evolve
 
     config, run_id, warehouse = finished_run
-    before = {t: warehouse.version(t) for t in ("tasks", "pool", "trajectories", "batches", "training", "generations")}
+    before = {t: warehouse.version(t) for t in (*GENERATION_TABLES, "generations")}
     assert evolve(config.to_dict(), run_id=run_id) == run_id
     after = {t: warehouse.version(t) for t in before}
     assert after == before

@@ -10,7 +10,6 @@ from pathlib import Path
 import polars as pl
 import pytest
 import yaml
-from deltalake import DeltaTable
 from polars.testing import assert_frame_equal
 
 from genenv.warehouse.schemas import GENERATION_TABLES
@@ -72,4 +71,5 @@ def test_killed_anywhere_the_run_resumes_to_the_same_tables(finished_run, tmp_pa
         for checkpoint in (row["agent_checkpoint"], row["simulator_checkpoint"]):
             assert (Path(checkpoint) / "adapter_config.json").is_file()
     for table in GENERATION_TABLES:
-        assert all(Path(uri.removeprefix("file://")).is_file() for uri in DeltaTable(warehouse.uri(table)).file_uris())
+        delta = warehouse.table(table)  # None: a table this domain never writes (turns)
+        assert delta is None or all(Path(uri.removeprefix("file://")).is_file() for uri in delta.file_uris())
