@@ -31,10 +31,7 @@ ConfigOverrides: type[BaseModel] = create_model(
 )
 
 
-def override_values(overrides: BaseModel | dict[str, Any] | None) -> dict[str, Any]:
-    """The fields a form or caller set, as `load_config` takes them."""
-    if overrides is None:
-        return {}
-    if isinstance(overrides, dict):
-        overrides = ConfigOverrides.model_validate(overrides)
-    return overrides.model_dump(exclude_none=True)
+def override_values(overrides: BaseModel | None) -> dict[str, Any]:
+    """The fields a form or caller set, as `load_config` takes them (Prefect has already turned a dict into
+    ConfigOverrides, checking it)."""
+    return {} if overrides is None else overrides.model_dump(exclude_none=True)
