@@ -67,6 +67,31 @@ class ValidationContext:
     item in other words. An answer without calls (abstention) never counts as overlap."""
 
 
+@dataclass(frozen=True)
+class DifficultyWords:
+    """How a domain names its tasks and the ways to make one harder or easier, for `difficulty_hint`."""
+
+    tasks: str
+    """The tasks, plural: "tasks", "games"."""
+    solves: str
+    """What the agent does to one: "solves", "wins"."""
+    harder: str
+    easier: str
+
+
+def difficulty_hint(success_rate: float | None, alpha: float, k_min: float, words: DifficultyWords) -> str:
+    """The α-Curriculum band (PAPER.md, Eqs. 2-3) in the simulator's prompt: harder above alpha + k_min, easier
+    below alpha - k_min, the same inside; steers the simulator towards the agent's zone of proximal development."""
+    if success_rate is None:
+        return f"The agent's current success rate on {words.tasks} like this is unknown. Keep a similar difficulty."
+    rate = f"The agent currently {words.solves} {round(100 * success_rate)}% of {words.tasks} like this."
+    if success_rate > alpha + k_min:
+        return f"{rate} {words.harder}"
+    if success_rate < alpha - k_min:
+        return f"{rate} {words.easier}"
+    return rate + " Keep a similar difficulty."
+
+
 class DomainUnavailable(RuntimeError):
     """The domain needs a package that is not installed; the message says how to install it."""
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from genenv.domains.base import DomainUnavailable
-from genenv.domains.text_game.spec import GameSpec
+from genenv.domains.text_game.spec import GameSpec, SpecRejected
 
 GAME_REJECT_REASONS = ("does_not_compile", "walkthrough_length", "walkthrough_fails")
 MAX_INPUT_CHARS = 120
@@ -28,14 +28,6 @@ INSTALL_HINT = "the text_game domain needs TextWorld: pip install 'genenv[text-g
 
 class TextGameUnavailable(DomainUnavailable):
     """TextWorld is not installed."""
-
-
-class GameRejected(ValueError):
-    """A spec that compiles to no winnable game of its quest length; `reason` is one of GAME_REJECT_REASONS."""
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
 
 
 @dataclass(frozen=True)
@@ -91,7 +83,7 @@ def require_textworld() -> Any:
 
 def compile_game(spec: GameSpec, cache_dir: Path) -> CompiledGame:
     """The game of `spec`, compiled into `cache_dir` (or found there), with a walkthrough that wins it in exactly
-    `quest_length` steps; otherwise GameRejected. TextWorld can record a shorter quest than asked for when it
+    `quest_length` steps; otherwise SpecRejected. TextWorld can record a shorter quest than asked for when it
     cannot place one, so the length is checked, and the walkthrough replayed."""
     path = cache_dir / f"{spec.key}.z8"
     sidecar = path.with_suffix(".genenv.json")  # beside TextWorld's own <key>.json
@@ -111,7 +103,7 @@ def compile_game(spec: GameSpec, cache_dir: Path) -> CompiledGame:
         game = textworld.generator.make_game(options)
         textworld.generator.compile_game(game, options)
     except Exception as exc:  # TextWorld signals an impossible world with many exception types
-        raise GameRejected("does_not_compile", f"{spec.to_json()}: {type(exc).__name__}: {exc}") from None
+        raise SpecRejected("does_not_compile", f"{spec.to_json()}: {type(exc).__name__}: {exc}") from None
     compiled = CompiledGame(spec, path, game.objective, tuple(game.metadata["walkthrough"]))
     _check_walkthrough(compiled)
     sidecar.write_text(json.dumps({"objective": compiled.objective, "walkthrough": list(compiled.walkthrough)}))
@@ -120,7 +112,7 @@ def compile_game(spec: GameSpec, cache_dir: Path) -> CompiledGame:
 
 def _check_walkthrough(game: CompiledGame) -> None:
     if len(game.walkthrough) != game.spec.quest_length:
-        raise GameRejected(
+        raise SpecRejected(
             "walkthrough_length",
             f"{game.spec.to_json()}: the walkthrough has {len(game.walkthrough)} steps, the quest asks for "
             f"{game.spec.quest_length}",
@@ -128,7 +120,7 @@ def _check_walkthrough(game: CompiledGame) -> None:
     commands = iter(game.walkthrough)
     result = play(game, lambda observation, turns: next(commands), max_steps=len(game.walkthrough))
     if not result.won:
-        raise GameRejected("walkthrough_fails", f"{game.spec.to_json()}: replaying the walkthrough does not win")
+        raise SpecRejected("walkthrough_fails", f"{game.spec.to_json()}: replaying the walkthrough does not win")
 
 
 _STATUS_LINE = re.compile(r"\n>\s.*\Z", re.DOTALL)

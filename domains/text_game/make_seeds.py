@@ -11,8 +11,8 @@ import json
 import tempfile
 from pathlib import Path
 
-from genenv.domains.text_game.engine import GameRejected, compile_game, random_agent_success
-from genenv.domains.text_game.spec import GameSpec
+from genenv.domains.text_game.engine import compile_game, random_agent_success
+from genenv.domains.text_game.spec import GameSpec, SpecRejected
 
 SEEDS_PATH = Path(__file__).parent / "data" / "seeds.jsonl"
 GRID = [  # (rooms, objects, quest_length): world size and distractors grow with the quest
@@ -38,7 +38,7 @@ def seed_rows(cache_dir: Path) -> list[dict]:
             spec = GameSpec(rooms=rooms, objects=objects, quest_length=quest_length, seed=game_seed)
             try:
                 game = compile_game(spec, cache_dir)
-            except GameRejected as rejected:  # TextWorld placed a shorter quest than asked for: not this seed
+            except SpecRejected as rejected:  # TextWorld placed a shorter quest than asked for: not this seed
                 print(f"skipped ({rejected.reason}): {rejected}")
                 continue
             accepted += 1

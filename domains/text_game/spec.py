@@ -22,8 +22,10 @@ LIMITS: dict[str, tuple[int, int]] = {
 SPEC_REJECT_REASONS = ("unparseable_spec", "missing_field", "unknown_field", "wrong_type", "out_of_range")
 
 
-class SpecError(ValueError):
-    """A spec that cannot be a game; `reason` is one of SPEC_REJECT_REASONS, the message names the field."""
+class SpecRejected(ValueError):
+    """A spec that cannot be a task: malformed (a SPEC_REJECT_REASONS reason, the message names the field) or
+    compiling to no winnable game of its quest length (engine.GAME_REJECT_REASONS). `reason` is kept with the
+    simulator's output."""
 
     def __init__(self, reason: str, message: str) -> None:
         super().__init__(message)
@@ -40,20 +42,20 @@ class GameSpec:
     @classmethod
     def from_dict(cls, values: Any) -> GameSpec:
         if not isinstance(values, dict):
-            raise SpecError("unparseable_spec", f"a game spec is a JSON object, not {type(values).__name__}")
+            raise SpecRejected("unparseable_spec", f"a game spec is a JSON object, not {type(values).__name__}")
         names = [field.name for field in fields(cls)]
         unknown = sorted(set(values) - set(names))
         if unknown:
-            raise SpecError("unknown_field", f"{unknown[0]}: not a game spec field (fields: {', '.join(names)})")
+            raise SpecRejected("unknown_field", f"{unknown[0]}: not a game spec field (fields: {', '.join(names)})")
         for name in names:
             if name not in values:
-                raise SpecError("missing_field", f"{name}: missing")
+                raise SpecRejected("missing_field", f"{name}: missing")
             value = values[name]
             if not isinstance(value, int) or isinstance(value, bool):
-                raise SpecError("wrong_type", f"{name}: expected an integer, got {value!r}")
+                raise SpecRejected("wrong_type", f"{name}: expected an integer, got {value!r}")
             low, high = LIMITS[name]
             if not low <= value <= high:
-                raise SpecError("out_of_range", f"{name}: {value} is outside [{low}, {high}]")
+                raise SpecRejected("out_of_range", f"{name}: {value} is outside [{low}, {high}]")
         return cls(**{name: values[name] for name in names})
 
     @classmethod
@@ -61,7 +63,7 @@ class GameSpec:
         try:
             values = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise SpecError("unparseable_spec", f"not JSON: {exc.msg} at character {exc.pos}") from None
+            raise SpecRejected("unparseable_spec", f"not JSON: {exc.msg} at character {exc.pos}") from None
         return cls.from_dict(values)
 
     def to_json(self) -> str:

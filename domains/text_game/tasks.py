@@ -12,9 +12,16 @@ import re
 from importlib import resources
 from pathlib import Path
 
-from genenv.domains.base import Candidate, Messages, TaskInstance, ValidationContext
-from genenv.domains.text_game.engine import GAME_REJECT_REASONS, GameRejected, compile_game
-from genenv.domains.text_game.spec import LIMITS, SPEC_REJECT_REASONS, GameSpec, SpecError
+from genenv.domains.base import (
+    Candidate,
+    DifficultyWords,
+    Messages,
+    TaskInstance,
+    ValidationContext,
+    difficulty_hint,
+)
+from genenv.domains.text_game.engine import GAME_REJECT_REASONS, compile_game
+from genenv.domains.text_game.spec import LIMITS, SPEC_REJECT_REASONS, GameSpec, SpecRejected
 
 PARSE_REJECT_REASONS = ("empty", "too_long", "truncated", "missing_spec", *SPEC_REJECT_REASONS)
 VALIDATE_REJECT_REASONS = (*GAME_REJECT_REASONS, "duplicate", "heldout_overlap")
@@ -49,22 +56,18 @@ def _task(task_id: str, spec: GameSpec, objective: str, walkthrough: list[str] |
     )
 
 
-def difficulty_hint(success_rate: float | None, alpha: float, k_min: float) -> str:
-    """The alpha-Curriculum band in the simulator's prompt, in this domain's terms."""
-    if success_rate is None:
-        return "The agent's success rate on games like this is unknown. Keep a similar difficulty."
-    rate = f"The agent currently wins {round(100 * success_rate)}% of games like this."
-    if success_rate > alpha + k_min:
-        return rate + " Make the new game harder: a longer quest, or more rooms and distracting objects."
-    if success_rate < alpha - k_min:
-        return rate + " Make the new game easier: a shorter quest, fewer rooms and objects."
-    return rate + " Keep a similar difficulty."
+DIFFICULTY = DifficultyWords(
+    tasks="games",
+    solves="wins",
+    harder="Make the new game harder: a longer quest, or more rooms and distracting objects.",
+    easier="Make the new game easier: a shorter quest, fewer rooms and objects.",
+)
 
 
 def simulator_messages(seed: TaskInstance, success_rate: float | None, alpha: float, k_min: float) -> Messages:
     user = (
         f"Example game: {json.dumps(seed.spec['game'], sort_keys=True)}\n"
-        f"{difficulty_hint(success_rate, alpha, k_min)}\n"
+        f"{difficulty_hint(success_rate, alpha, k_min, DIFFICULTY)}\n"
         "Write ONE new game that differs from the example (another seed gives another world)."
     )
     return [{"role": "system", "content": SIMULATOR_SYSTEM}, {"role": "user", "content": user}]
@@ -85,7 +88,7 @@ def parse_candidate(raw: str, task_id: str, truncated: bool) -> Candidate:
         return Candidate(raw=raw, task=None, reject_reason="truncated" if truncated else "missing_spec")
     try:
         spec = GameSpec.from_json(found.group(0))
-    except SpecError as error:
+    except SpecRejected as error:
         return Candidate(raw=raw, task=None, reject_reason=error.reason)
     return Candidate(raw=raw, task=_task(task_id, spec, objective="", walkthrough=()))
 
@@ -101,7 +104,7 @@ def validate(candidate: Candidate, context: ValidationContext, games_dir: Path) 
         return Candidate(candidate.raw, candidate.task, "duplicate")
     try:
         game = compile_game(spec, games_dir)
-    except GameRejected as rejected:
+    except SpecRejected as rejected:
         return Candidate(candidate.raw, candidate.task, rejected.reason)
     return Candidate(candidate.raw, _task(candidate.task.task_id, spec, game.objective, game.walkthrough))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from genenv.domains.base import Messages
+from genenv.domains.base import DifficultyWords, Messages, difficulty_hint
 
 AGENT_SYSTEM = (
     "You are an expert in composing functions. You are given a question and a set of possible functions. "
@@ -34,16 +34,12 @@ def agent_messages(functions: list[dict[str, Any]], question: str) -> Messages:
     ]
 
 
-def difficulty_hint(success_rate: float | None, alpha: float = 0.5, k_min: float = 0.1) -> str:
-    """Steers the simulator towards the agent's zone of proximal development: the alpha band of the curriculum."""
-    if success_rate is None:
-        return "The agent's current success rate on tasks like this is unknown. Keep a similar difficulty."
-    rate = f"The agent currently solves {round(100 * success_rate)}% of tasks like this."
-    if success_rate > alpha + k_min:
-        return rate + " Make the new request harder: less direct wording, more arguments or values to infer."
-    if success_rate < alpha - k_min:
-        return rate + " Make the new request easier: plain wording with every value stated explicitly."
-    return rate + " Keep a similar difficulty."
+DIFFICULTY = DifficultyWords(
+    tasks="tasks",
+    solves="solves",
+    harder="Make the new request harder: less direct wording, more arguments or values to infer.",
+    easier="Make the new request easier: plain wording with every value stated explicitly.",
+)
 
 
 def simulator_messages(
@@ -57,7 +53,7 @@ def simulator_messages(
     user = (
         f"Functions: {functions_json(functions)}\n"
         f"Example task:\nRequest: {question}\nAnswer: {answer}\n"
-        f"{difficulty_hint(success_rate, alpha, k_min)}\n"
+        f"{difficulty_hint(success_rate, alpha, k_min, DIFFICULTY)}\n"
         "Write ONE new request that differs from the example (other values or phrasing) and its answer: the calls "
         "that fulfil it, or [] if none of these functions can. Use only the functions and parameters above; put "
         "strings in double quotes."

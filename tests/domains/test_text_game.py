@@ -16,7 +16,6 @@ import pytest
 from genenv.domains.base import ValidationContext
 from genenv.domains.text_game import tasks
 from genenv.domains.text_game.engine import (
-    GameRejected,
     _check_walkthrough,
     compile_game,
     game_input,
@@ -25,7 +24,7 @@ from genenv.domains.text_game.engine import (
     session,
 )
 from genenv.domains.text_game.episodes import TextGameEpisode, command_of, replay
-from genenv.domains.text_game.spec import GameSpec, SpecError
+from genenv.domains.text_game.spec import GameSpec, SpecRejected
 
 SHIPPED = [
     json.loads(line)
@@ -46,7 +45,7 @@ SHIPPED = [
     ],
 )
 def test_a_bad_spec_is_refused_with_its_reason_and_field(text, reason, named):
-    with pytest.raises(SpecError, match=named) as refused:
+    with pytest.raises(SpecRejected, match=named) as refused:
         GameSpec.from_json(text)
     assert refused.value.reason == reason
 
@@ -100,17 +99,17 @@ def test_an_episode_is_played_turn_by_turn_and_the_walkthrough_wins(game):
 
 @needs_textworld
 def test_a_walkthrough_that_is_too_short_or_does_not_win_is_rejected(game):
-    with pytest.raises(GameRejected) as short:
+    with pytest.raises(SpecRejected) as short:
         _check_walkthrough(dataclasses.replace(game, walkthrough=game.walkthrough[:-1]))
     assert short.value.reason == "walkthrough_length"
-    with pytest.raises(GameRejected) as losing:
+    with pytest.raises(SpecRejected) as losing:
         _check_walkthrough(dataclasses.replace(game, walkthrough=("look",) * len(game.walkthrough)))
     assert losing.value.reason == "walkthrough_fails"
 
 
 @needs_textworld
 def test_textworld_placing_a_shorter_quest_than_asked_is_caught(tmp_path):
-    with pytest.raises(GameRejected, match="the walkthrough has 1 steps, the quest asks for 2") as rejected:
+    with pytest.raises(match="the walkthrough has 1 steps, the quest asks for 2") as rejected:
         compile_game(GameSpec(rooms=2, objects=4, quest_length=2, seed=4), tmp_path)
     assert rejected.value.reason == "walkthrough_length"
     assert not list(tmp_path.glob("*.genenv.json"))  # nothing cached as a valid game
