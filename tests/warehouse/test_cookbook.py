@@ -93,3 +93,26 @@ def test_generation_metrics_point_at_each_snapshot(filled):
 
 def test_unsolved_seeds_are_the_out_of_reach_ones(filled):
     assert query(filled, QUERIES["unsolved_seeds"])["seed_task_id"].to_list() == ["demo/seed/9"]
+
+
+def test_the_text_game_turn_queries_count_hand_made_episodes_exactly(tmp_path):
+    """Three committed episodes: won at turn 2 after 'open chest', won at turn 1, cut off at turn 2."""
+    warehouse = Warehouse(str(tmp_path / "warehouse"))
+    episodes = {"a": [("open chest", False), ("take key", True)], "b": [("take key", True)], "c": [("look", False)] * 2}
+    turns = [
+        {"run_id": "r", "generation": 1, "trajectory_id": f"r/{name}", "turn": i, "command": command,
+         "observation": "...", "won": won, "lost": False}
+        for name, steps in episodes.items()
+        for i, (command, won) in enumerate(steps, start=1)
+    ]  # fmt: skip
+    warehouse.append("turns", turns)
+    warehouse.commit_generation(
+        "r", 1, agent_checkpoint="a", simulator_checkpoint="s", config_hash="h", seed=0, metrics={}
+    )
+    warehouse.append("turns", [{**turns[0], "generation": 2, "trajectory_id": "r/uncommitted", "won": True}])
+    text_game = cookbook_queries("text_game")
+    assert query(warehouse, text_game["episode_endings"]).rows() == [(1, 1, 1, 1, 0), (1, 2, 2, 1, 0)]
+    assert query(warehouse, text_game["commands_before_a_win"]).rows() == [
+        ("open chest", "take key", 1),
+        (None, "take key", 1),
+    ]
