@@ -24,13 +24,9 @@ only. base: the untrained model (no warm start, no generation)."""
 
 
 def arm_of(config: GenEnvConfig) -> str:
-    """The arm a config is: the most specific preset whose every field it has (genenv when none other fits)."""
-    values = config.to_dict()
-
-    def fits(preset: dict[str, str]) -> bool:
-        return all(load_config(None, {name: text}).to_dict()[name] == values[name] for name, text in preset.items())
-
-    return max((arm for arm, preset in ARMS.items() if fits(preset)), key=lambda arm: len(ARMS[arm]))
+    """The arm a config is: the most specific preset that changes nothing in it (genenv when none other fits)."""
+    fitting = [arm for arm, preset in ARMS.items() if load_config(None, preset, base=config) == config]
+    return max(fitting, key=lambda arm: len(ARMS[arm]))
 
 
 def arm_overrides(arm: str) -> dict[str, str]:

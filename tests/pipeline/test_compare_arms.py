@@ -11,7 +11,16 @@ from polars.testing import assert_frame_equal
 from prefect import get_client
 from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterName
 
-from genenv.arms import ARMS, BASE, GENERATION_ZERO, TRAIN, arm_overrides, generation_zero_differences, plan_arms
+from genenv.arms import (
+    ARMS,
+    BASE,
+    GENERATION_ZERO,
+    TRAIN,
+    arm_of,
+    arm_overrides,
+    generation_zero_differences,
+    plan_arms,
+)
 from genenv.config import ConfigError, GenEnvConfig, load_config
 from genenv.errors import RerunError
 from genenv.evaluation.bfcl import Bfcl
@@ -34,6 +43,12 @@ def test_every_arm_is_a_valid_config():
         load_config(None, arm_overrides(arm))
     with pytest.raises(ConfigError, match="^arms: unknown arm 'nope'"):
         arm_overrides("nope")
+
+
+def test_a_config_is_tagged_with_the_most_specific_arm_it_matches():
+    assert {arm: arm_of(load_config(None, arm_overrides(arm))) for arm in ARMS} == {arm: arm for arm in ARMS}
+    assert arm_of(load_config(None, {"generations": "5", "simulator_training": "false"})) == "genenv-random"
+    assert arm_of(load_config(None, {"warm_start": "false"})) == "genenv"
 
 
 def test_arms_share_generation_zero_or_are_refused():
