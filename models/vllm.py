@@ -190,18 +190,11 @@ def merged_weights(policy: PolicyPair, role: str) -> Iterator[tuple[str, torch.T
     """Every base weight under its Hugging Face name, with `role`'s LoRA delta added where the adapter has one.
 
     All of them, not only the LoRA targets: vLLM's in-place reload expects a whole checkpoint."""
-    from peft.tuners.lora import LoraLayer
-
-    merged = {}
-    with torch.no_grad():
-        for name, module in policy.model.named_modules():
-            if isinstance(module, LoraLayer) and role in module.lora_A:
-                base = module.get_base_layer()
-                merged[f"{name}.base_layer.weight"] = base.weight + module.get_delta_weight(role).to(base.weight.dtype)
-        for name, param in policy.model.named_parameters():
-            if ".lora_" not in name:
-                hf_name = name.removeprefix("base_model.model.").replace(".base_layer.", ".")
-                yield hf_name, merged.get(name, param.detach())
+    merged = {name: weight for name, _, weight in policy.merged_layers(role)}
+    for name, param in policy.model.named_parameters():
+        if ".lora_" not in name:
+            hf_name = name.removeprefix("base_model.model.").replace(".base_layer.", ".")
+            yield hf_name, merged.get(name, param.detach())
 
 
 class VllmBackend:

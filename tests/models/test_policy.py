@@ -219,3 +219,26 @@ def test_merged_forward_equals_the_adapter_and_leaves_no_trace(
     with pytest.raises(RuntimeError, match="inside"), policy.merged("simulator"):
         raise RuntimeError("inside")
     assert unchanged(snapshot(policy, None), base)
+
+
+def test_bf16_merged_casts_each_weight_once_with_autocast_rounding(tiny_model_dir: Path) -> None:
+    """Under bfloat16 the merged stage holds bf16 copies of every linear weight, so autocast casts none per
+    call; the logits are exactly those of autocast casting the fp32 merged weights on every call."""
+    policy = PolicyPair.load(tiny_model_dir, LoraSettings(), precision="bfloat16")
+    perturb(policy, "agent")
+    weights = {n: p for n, p in policy.model.named_parameters()}
+    layers = policy.merged_layers("agent")
+    originals = [(base, base.weight) for _, base, _ in layers]
+    for _, base, weight in layers:  # the previous path: fp32 merged weights, cast by autocast on every call
+        base.weight = torch.nn.Parameter(weight, requires_grad=False)
+    with torch.no_grad(), policy.model.disable_adapter():
+        expected, _, _ = policy.completion_logprobs(PROMPTS, COMPLETIONS)
+    for base, weight in originals:
+        base.weight = weight
+    with policy.merged("agent"):
+        linear = [m for n, m in policy.model.named_modules() if isinstance(m, torch.nn.Linear) and ".lora_" not in n]
+        assert linear and all(m.weight.dtype == torch.bfloat16 for m in linear)
+        with torch.no_grad():
+            merged, _, _ = policy.completion_logprobs(PROMPTS, COMPLETIONS)
+    torch.testing.assert_close(merged, expected, rtol=0, atol=0)
+    assert all(weights[n] is p and p.dtype == torch.float32 for n, p in policy.model.named_parameters())
