@@ -9,7 +9,8 @@ load; the ratios are the result):
 - the machine's matmul GFLOP/s (at --precision, on the torch threads generation uses) and the model's FLOP per token;
 - the previous path (HEAD before the merge: the PEFT adapter applied on every token, batches of
   `--batch-size` rows), its tokens/s and whether its greedy tokens equal the new path's;
-- the new path: sequential and batched tok/s, their ratio, and batched tok/s as a share of the compute bound.
+- the new path: sequential and batched tok/s, their ratio, and batched tok/s as a share of the compute bound;
+  then the same share counting the prompt tokens too (short answers to long prompts: most FLOPs are prefill).
 The agent's adapter gets small random B weights (seeded), so it changes the answers and the merge matters.
 """
 
@@ -158,6 +159,13 @@ def main() -> None:
         f"sequential {sequential_speed:.1f} tok/s | batched {batched_speed:.1f} tok/s | "
         f"ratio {batched_speed / sequential_speed:.1f}x | {batched_speed / old_speed:.2f}x the previous path | "
         f"{100 * batched_speed / bound:.0f}% of the compute bound"
+    )
+    prompt_tokens = sum(len(c.prompt_ids) for c in batched)
+    generated = sum(len(c.completion_ids) for c in batched)
+    utilisation = batched_speed * (prompt_tokens + generated) / generated / bound
+    print(
+        f"the prompts are {prompt_tokens} tokens to the answers' {generated}: counting the prompt tokens each "
+        f"batch also computes, batched generation uses {100 * utilisation:.0f}% of the compute bound"
     )
 
 

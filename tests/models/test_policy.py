@@ -221,24 +221,46 @@ def test_merged_forward_equals_the_adapter_and_leaves_no_trace(
     assert unchanged(snapshot(policy, None), base)
 
 
-def test_bf16_merged_casts_each_weight_once_with_autocast_rounding(tiny_model_dir: Path) -> None:
-    """Under bfloat16 the merged stage holds bf16 copies of every linear weight, so autocast casts none per
-    call; the logits are exactly those of autocast casting the fp32 merged weights on every call."""
+def test_bf16_stores_frozen_weights_once_with_autocast_rounding(tiny_model_dir: Path) -> None:
+    """Under bfloat16 the weights that never train are stored in bf16 (autocast would cast them on every call),
+    the ones LoRA adapts stay fp32; generation's merged weights are bf16 too. Logits are exactly those of
+    autocast casting fp32 weights on every call, through the adapter and through the merge."""
+    reference = PolicyPair.load(tiny_model_dir, LoraSettings(), precision="float32")
     policy = PolicyPair.load(tiny_model_dir, LoraSettings(), precision="bfloat16")
-    perturb(policy, "agent")
+    for pair in (reference, policy):
+        torch.manual_seed(0)
+        perturb(pair, "agent")
+    reference.precision = "bfloat16"  # autocast over fp32 weights: the path before weights were stored in bf16
+
+    def dtypes(pair: PolicyPair) -> dict[str, set[torch.dtype]]:
+        kinds: dict[str, set[torch.dtype]] = {}
+        for name, param in pair.model.named_parameters():
+            kind = "lora" if ".lora_" in name else "adapted" if ".base_layer." in name else "frozen"
+            kind = "embeddings or norms" if "embed_tokens" in name or "norm" in name else kind
+            kinds.setdefault(kind, set()).add(param.dtype)
+        return kinds
+
+    linear = [m for n, m in policy.model.named_modules() if isinstance(m, torch.nn.Linear) and ".lora_" not in n]
+    assert dtypes(policy) == {
+        "lora": {torch.float32},
+        "adapted": {torch.float32},
+        "frozen": {torch.bfloat16},
+        "embeddings or norms": {torch.float32},
+    }
+    assert logits(policy, "agent").equal(logits(reference, "agent")), "through the adapter"
+    grads = []
+    for pair in (reference, policy):
+        pair.activate("agent")
+        log_probs, targets, mask = pair.completion_logprobs(PROMPTS, COMPLETIONS)
+        (log_probs.gather(-1, targets.unsqueeze(-1)).squeeze(-1) * mask).sum().backward()
+        grads.append([p.grad for p in pair.trainable_parameters()])
+    assert all(a.equal(b) for a, b in zip(*grads, strict=True)), "training computes the same gradients"
+    with reference.merged("agent"), torch.no_grad():
+        expected, _, _ = reference.completion_logprobs(PROMPTS, COMPLETIONS)
     weights = {n: p for n, p in policy.model.named_parameters()}
-    layers = policy.merged_layers("agent")
-    originals = [(base, base.weight) for _, base, _ in layers]
-    for _, base, weight in layers:  # the previous path: fp32 merged weights, cast by autocast on every call
-        base.weight = torch.nn.Parameter(weight, requires_grad=False)
-    with torch.no_grad(), policy.model.disable_adapter():
-        expected, _, _ = policy.completion_logprobs(PROMPTS, COMPLETIONS)
-    for base, weight in originals:
-        base.weight = weight
     with policy.merged("agent"):
-        linear = [m for n, m in policy.model.named_modules() if isinstance(m, torch.nn.Linear) and ".lora_" not in n]
-        assert linear and all(m.weight.dtype == torch.bfloat16 for m in linear)
+        assert all(m.weight.dtype == torch.bfloat16 for m in linear)
         with torch.no_grad():
             merged, _, _ = policy.completion_logprobs(PROMPTS, COMPLETIONS)
     torch.testing.assert_close(merged, expected, rtol=0, atol=0)
-    assert all(weights[n] is p and p.dtype == torch.float32 for n, p in policy.model.named_parameters())
+    assert all(weights[n] is p for n, p in policy.model.named_parameters()), "the stored tensors are back"

@@ -1,0 +1,160 @@
+"""Where a demo generation's wall time and memory go: each stage's own work, the warehouse inside it, and what
+Prefect adds around it; with the peak resident memory of each stage.
+
+    python bench/stage_overhead.py [--config configs/demo.yaml] [--generations 1] [--set key=value ...]
+
+Runs the config's evolve flow in this process (on the Prefect server PREFECT_API_URL names, else a temporary
+one, as `genenv evolve` does) in a scratch data folder, and measures, side by side in that one run:
+- each stage body's wall time (between the stage contract's `before` and `end` points), and within it the time
+  spent in `Warehouse` calls (reads, appends, commits; outermost call only);
+- each generation subflow's wall time, as the Prefect server recorded it; what the stage bodies leave of it is
+  orchestration (task and subflow runs, state changes, concurrency-slot requests, artifacts);
+- the process's resident memory, sampled every few milliseconds from /proc (Linux), its peak within each stage.
+Prints one line per stage, then, for each generation after 0, orchestration and warehouse as shares of its wall
+time, and the peak of the whole run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def rss_bytes() -> int:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * PAGE
+
+
+class RssSampler(threading.Thread):
+    """Samples the process's resident memory every `every` seconds, with the time of each sample."""
+
+    def __init__(self, every: float = 0.005) -> None:
+        super().__init__(daemon=True)
+        self.every, self.samples, self.stopped = every, [], threading.Event()
+
+    def run(self) -> None:
+        while not self.stopped.is_set():
+            self.samples.append((time.time(), rss_bytes()))
+            time.sleep(self.every)
+
+    def peak(self, start: float, end: float) -> int:
+        return max((rss for t, rss in self.samples if start <= t <= end), default=0)
+
+
+@dataclass
+class Stage:
+    generation: int
+    name: str
+    start: float
+    end: float = 0.0
+    warehouse: float = 0.0
+
+
+@dataclass
+class Recorder:
+    """Stage intervals from the contract's crash points, and warehouse time attributed to the open stage."""
+
+    stages: list[Stage] = field(default_factory=list)
+    depth: threading.local = field(default_factory=threading.local)
+
+    def point(self, label: str) -> None:
+        generation, where, name = label.split(":", 2)
+        if where == "before":
+            self.stages.append(Stage(int(generation[1:]), name, time.time()))
+        elif where == "end":
+            self.stages[-1].end = time.time()
+
+    def timed(self, method: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(method)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            outer = getattr(self.depth, "n", 0) == 0
+            self.depth.n = getattr(self.depth, "n", 0) + 1
+            started = time.perf_counter()
+            try:
+                return method(*args, **kwargs)
+            finally:
+                self.depth.n -= 1
+                if outer and self.stages and not self.stages[-1].end:
+                    self.stages[-1].warehouse += time.perf_counter() - started
+
+        return wrapper
+
+
+def generation_walls(run_id: str) -> dict[int, float]:
+    """Each generation subflow's wall time as the Prefect server recorded it (named `<run id>-g<N>`)."""
+    from prefect import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterName
+
+    with get_client(sync_client=True) as client:
+        runs = client.read_flow_runs(flow_run_filter=FlowRunFilter(name=FlowRunFilterName(like_=f"{run_id}-g")))
+    return {
+        int(run.name.rsplit("-g", 1)[1]): (run.end_time - run.start_time).total_seconds()
+        for run in runs
+        if run.start_time and run.end_time
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--config", default="configs/demo.yaml")
+    parser.add_argument("--generations", type=int, default=1, help="GenEnv generations after generation 0")
+    parser.add_argument("--models", type=Path, default=Path("data") / "models", help="model cache to reuse")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override")
+    args = parser.parse_args()
+
+    from genenv.config import load_config, parse_overrides
+    from genenv.flows.evolve import evolve
+    from genenv.tasks import contract
+    from genenv.warehouse.store import Warehouse
+
+    recorder = Recorder()
+    contract.crash_point = recorder.point
+    for name in ("table", "version", "append", "read", "has_rows", "committed", "commit_generation", "run"):
+        setattr(Warehouse, name, recorder.timed(getattr(Warehouse, name)))
+
+    scratch = Path(tempfile.mkdtemp(prefix="genenv-overhead-"))
+    if args.models.is_dir():
+        (scratch / "models").symlink_to(args.models.resolve())
+    overrides = {"data_dir": str(scratch), "generations": args.generations, **parse_overrides(args.set)}
+    config = load_config(args.config, overrides)
+    sampler = RssSampler()
+    sampler.start()
+    started = time.time()
+    run_id = evolve(config.to_dict())
+    total = time.time() - started
+    sampler.stopped.set()
+    walls = generation_walls(run_id)
+
+    print(f"{args.config}, generations 0..{args.generations}, load average {os.getloadavg()[0]:.1f}")
+    print(f"{'stage':<24} {'seconds':>8} {'warehouse s':>12} {'peak RSS MB':>12}")
+    for stage in recorder.stages:
+        peak = sampler.peak(stage.start, stage.end) / 2**20
+        label = f"g{stage.generation} {stage.name}"
+        print(f"{label:<24} {stage.end - stage.start:8.2f} {stage.warehouse:12.2f} {peak:12.0f}")
+    for generation in range(1, args.generations + 1):
+        mine = [s for s in recorder.stages if s.generation == generation]
+        body = sum(s.end - s.start for s in mine)
+        warehouse = sum(s.warehouse for s in mine)
+        wall = walls[generation]
+        orchestration = wall - body
+        print(
+            f"generation {generation}: wall {wall:.1f} s (Prefect subflow), stages {body:.1f} s | orchestration "
+            f"{orchestration:.1f} s = {100 * orchestration / wall:.1f}% | warehouse {warehouse:.1f} s = "
+            f"{100 * warehouse / wall:.1f}% | together {100 * (orchestration + warehouse) / wall:.1f}%"
+        )
+    peak = max(rss for _, rss in sampler.samples) / 2**20
+    print(f"whole run {total:.0f} s (server start and model load included); peak RSS {peak:.0f} MB")
+
+
+if __name__ == "__main__":
+    main()
