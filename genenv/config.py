@@ -114,6 +114,12 @@ class GenEnvConfig:
     simulator_epochs: int = _f(1, "RWR epochs over this generation's sample of D_env.")
     simulator_max_records: int = _f(64, "Cap on D_env records the simulator trains on per generation.")
     train_batch_size: int = _f(8, "Rows per micro-batch in GRPO and SFT.")
+    checkpoint_activations: bool = _f(
+        False,
+        "Recompute activations in GRPO and SFT backward passes instead of keeping them (gradient checkpointing): "
+        "same results, less memory, more time (embedded model, 4 x 600 tokens: peak 2.3 GB instead of 3.3 GB, "
+        "35% slower).",
+    )
 
     def __post_init__(self) -> None:
         hints = get_type_hints(type(self))
@@ -216,7 +222,7 @@ class GenEnvConfig:
         return load_config(None, {k: str(v) for k, v in changes.items()}, base=self)
 
 
-_NOT_SHAPING = {"run_name", "data_dir", "warehouse_uri", "benchmarks_dir"}
+_NOT_SHAPING = {"run_name", "data_dir", "warehouse_uri", "benchmarks_dir", "checkpoint_activations"}
 
 RESUMABLE_CHANGES = frozenset({"generations"})
 """Shaping fields a resumed run may change: asking for more generations extends it; nothing made so far differs."""

@@ -55,6 +55,7 @@ class PolicyPair:
         tokenizer: PreTrainedTokenizerBase,
         precision: str = "float32",
         optimizer_states: Mapping[str, dict] | None = None,
+        checkpoint_activations: bool = False,
     ) -> None:
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {sorted(PRECISIONS)}, got {precision!r}")
@@ -65,6 +66,8 @@ class PolicyPair:
             _frozen_linears_to_bf16(model)
         # role -> the AdamW state_dict its next `training(persist=True)` resumes from
         self.optimizer_states: dict[str, dict] = dict(optimizer_states or {})
+        self.checkpoint_activations = checkpoint_activations
+        """Recompute each layer's activations in the backward pass of `training` instead of keeping them."""
 
     @classmethod
     def load(
@@ -156,12 +159,16 @@ class PolicyPair:
                 group["lr"] = lr
         was_training = self.model.training
         self.model.train()
+        if self.checkpoint_activations:
+            _checkpoint_activations(self.model, True)
         try:
             yield optimizer, params
             if persist:
                 self.optimizer_states[role] = optimizer.state_dict()
         finally:
             optimizer.zero_grad(set_to_none=True)
+            if self.checkpoint_activations:
+                _checkpoint_activations(self.model, False)
             self.model.train(was_training)
 
     @contextmanager
@@ -250,6 +257,7 @@ class PolicyPair:
                 attention_mask=attention.to(device),
                 position_ids=positions.to(device),
                 logits_to_keep=width + 1,
+                use_cache=False,
             ).logits[:, :-1]
         targets = input_ids[:, total - width :].to(device)
         return logits.float().log_softmax(-1), targets, mask.to(device)
@@ -303,6 +311,20 @@ def _attach(
             return get_peft_model(base, lora.peft_config(), adapter_name=role)
         model.add_adapter(role, lora.peft_config())
     return model
+
+
+def _checkpoint_activations(model: PeftModel, on: bool) -> None:
+    """Switch activation (gradient) checkpointing of the base model; it acts only in train mode, so generation and
+    scoring in eval mode never recompute. transformers 5.24 renamed the switch; 5.19 (vLLM's pin) has the old name."""
+    base = model.get_base_model()
+    if hasattr(base, "activation_checkpointing_enable"):
+        enable, disable = base.activation_checkpointing_enable, base.activation_checkpointing_disable
+    else:
+        enable, disable = base.gradient_checkpointing_enable, base.gradient_checkpointing_disable
+    if on:
+        enable({"use_reentrant": False})
+    else:
+        disable()
 
 
 def _frozen_linears_to_bf16(model: PeftModel) -> None:

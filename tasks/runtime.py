@@ -64,6 +64,7 @@ class ModelRuntime:
             )
             self._identity, self._loaded_from = identity, checkpoints
             self._version += 1
+        self._policy.checkpoint_activations = config.checkpoint_activations  # changes memory and time, not results
         return self._policy
 
     def backend(

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from transformers.modeling_layers import GradientCheckpointingLayer
 
 from genenv.models.generation import SamplingSettings, TransformersBackend, encode_prompt
 from genenv.models.policy import LoraSettings, PolicyPair
@@ -133,3 +134,19 @@ def test_a_step_over_rows_of_different_lengths_has_the_whole_batch_gradient(poli
     [record] = weighted_sft(policy, "agent", batch, lr=0.0, kl_coef=0.0, max_grad_norm=1e9)
     assert record["nll"] == pytest.approx(loss.item(), rel=1e-5)
     assert record["grad_norm"] == pytest.approx(grad_norm.item(), rel=1e-4)
+
+
+@pytest.mark.parametrize("precision", ["float32", "bfloat16"])
+def test_checkpointed_activations_train_exactly_the_same(tiny_model_dir: Path, precision: str) -> None:
+    """Recomputing activations in the backward pass saves memory and changes no loss and no weight."""
+    pairs = [PolicyPair.load(tiny_model_dir, LoraSettings(), precision=precision) for _ in range(2)]
+    pairs[1].checkpoint_activations = True
+    layers = [m for m in pairs[1].model.modules() if isinstance(m, GradientCheckpointingLayer)]
+    recompute = []
+    layers[0].mlp.register_forward_pre_hook(lambda module, args: recompute.append(torch.is_grad_enabled()))
+    records = [weighted_sft(pair, "agent", examples(pair) * 2, lr=3e-2, kl_coef=0.1, epochs=2) for pair in pairs]
+    assert [r["loss"] for r in records[0]] == [r["loss"] for r in records[1]]
+    weights = [[p.detach() for n, p in pair.model.named_parameters() if "lora_" in n] for pair in pairs]
+    assert all(a.equal(b) for a, b in zip(*weights, strict=True))
+    assert recompute.count(True) == 2 * len(records[1]), "the layer ran again in each step's backward pass"
+    assert layers and not any(m.gradient_checkpointing for m in layers), "off again after training"
