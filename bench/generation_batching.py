@@ -111,7 +111,9 @@ def main() -> None:
         [{"role": "user", "content": CONTEXTS[i // len(QUESTIONS) % len(CONTEXTS)] + QUESTIONS[i % len(QUESTIONS)]}]
         for i in range(args.conversations)
     ]
-    flop_per_token = 2 * sum(p.numel() for n, p in policy.model.named_parameters() if "lora_" not in n)
+    flop_per_token = 2 * sum(  # the matmuls: embedding lookups are not (bf16 stores the output layer apart)
+        m.weight.numel() for n, m in policy.model.named_modules() if isinstance(m, torch.nn.Linear) and "lora_" not in n
+    )
     backend = TransformersBackend(policy, args.batch_size)
     backend.generate("agent", conversations[:2], sampling)  # warm-up
 
