@@ -189,11 +189,13 @@ class VllmEngine:
 def merged_weights(policy: PolicyPair, role: str) -> Iterator[tuple[str, torch.Tensor]]:
     """Every base weight under its Hugging Face name, with `role`'s LoRA delta added where the adapter has one.
 
-    All of them, not only the LoRA targets: vLLM's in-place reload expects a whole checkpoint."""
+    All of them, not only the LoRA targets: vLLM's in-place reload expects a whole checkpoint. A tied output
+    layer is left out, as a tied checkpoint leaves it out (bf16 storage unties it in memory, see PolicyPair)."""
     merged = {name: weight for name, _, weight in policy.merged_layers(role)}
+    tied = policy.model.get_base_model().config.tie_word_embeddings
     for name, param in policy.model.named_parameters():
-        if ".lora_" not in name:
-            hf_name = name.removeprefix("base_model.model.").replace(".base_layer.", ".")
+        hf_name = name.removeprefix("base_model.model.").replace(".base_layer.", ".")
+        if ".lora_" not in name and not (tied and hf_name == "lm_head.weight"):
             yield hf_name, merged.get(name, param.detach())
 
 
