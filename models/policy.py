@@ -55,7 +55,6 @@ class PolicyPair:
         tokenizer: PreTrainedTokenizerBase,
         precision: str = "float32",
         optimizer_states: Mapping[str, dict] | None = None,
-        checkpoint_activations: bool = False,
     ) -> None:
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {sorted(PRECISIONS)}, got {precision!r}")
@@ -66,7 +65,7 @@ class PolicyPair:
             _frozen_linears_to_bf16(model)
         # role -> the AdamW state_dict its next `training(persist=True)` resumes from
         self.optimizer_states: dict[str, dict] = dict(optimizer_states or {})
-        self.checkpoint_activations = checkpoint_activations
+        self.checkpoint_activations = False
         """Recompute each layer's activations in the backward pass of `training` instead of keeping them."""
 
     @classmethod
