@@ -1,9 +1,19 @@
 from __future__ import annotations
 
-import torch
+from unittest import mock
 
-from genenv.models.generation import BACKENDS, SamplingSettings, TransformersBackend, encode_prompt
-from genenv.models.policy import PolicyPair, length_batches
+import torch
+from transformers import DynamicCache
+
+from genenv.models.generation import (
+    BACKENDS,
+    KeysInValueDtypeCache,
+    SamplingSettings,
+    TransformersBackend,
+    _cache_argument,
+    encode_prompt,
+)
+from genenv.models.policy import LoraSettings, PolicyPair, length_batches
 
 CONVERSATIONS = [[{"role": "user", "content": "What is the weather in " + "Paris " * n}] for n in (5, 1, 3, 0, 6, 2, 4)]
 GREEDY = SamplingSettings(max_new_tokens=10, temperature=0)
@@ -102,3 +112,24 @@ def test_uses_the_role_adapter_and_restores_the_mode(policy: PolicyPair) -> None
     simulator = backend.generate("simulator", CONVERSATIONS, GREEDY)
     assert not policy.model.training
     assert ids(agent) != ids(simulator)
+
+
+def test_bf16_cache_keeps_keys_in_bf16_and_changes_no_token(tiny_model_dir) -> None:
+    """Under bf16 autocast keys come out of the rotary embedding in fp32; the cache stores their bf16 cast, which
+    is what attention used anyway: the same sampled tokens as generate's default cache."""
+    policy = PolicyPair.load(tiny_model_dir, LoraSettings(), precision="bfloat16")
+    sampled = SamplingSettings(max_new_tokens=12, temperature=1.0, seed=5)
+    new = TransformersBackend(policy, batch_size=4).generate("agent", CONVERSATIONS, sampled)
+    with mock.patch("genenv.models.generation.KeysInValueDtypeCache", DynamicCache):  # the cache generate makes
+        before = TransformersBackend(policy, batch_size=4).generate("agent", CONVERSATIONS, sampled)
+    assert ids(new) == ids(before)
+    prompt = torch.tensor([encode_prompt(policy.tokenizer, CONVERSATIONS[0])])
+    dtypes = {}
+    for cache_class in (DynamicCache, KeysInValueDtypeCache):
+        cache = cache_class(config=policy.model.get_base_model().config)
+        with torch.no_grad(), policy.autocast():
+            policy.model(input_ids=prompt, **{_cache_argument(policy.model): cache})
+        dtypes[cache_class] = [{getattr(layer, kind).dtype for layer in cache.layers} for kind in ("keys", "values")]
+    assert dtypes[DynamicCache][0] == {torch.float32}, "rotary's fp32 cos/sin promote the keys"
+    keys, values = dtypes[KeysInValueDtypeCache]
+    assert keys == values and len(keys) == 1
