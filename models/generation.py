@@ -64,6 +64,14 @@ def encode_prompt(tokenizer, conversation: list[dict[str, str]]) -> list[int]:
     return tokenizer(text, add_special_tokens=False)["input_ids"]
 
 
+def stop_ids(policy: PolicyPair) -> set[int]:
+    """Where every backend ends a completion: the model's eos ids, the tokenizer's eos and pad."""
+    tokenizer = policy.tokenizer
+    configured = policy.model.generation_config.eos_token_id
+    eos = configured if isinstance(configured, list) else [configured]
+    return {t for t in [*eos, tokenizer.eos_token_id, tokenizer.pad_token_id] if t is not None}
+
+
 @register_backend("transformers")
 class TransformersBackend:
     """`model.generate` over length-sorted, left-padded batches sized by tokens, with the role's adapter merged
@@ -129,7 +137,7 @@ class TransformersBackend:
                 generation_config=self._config(sampling),
                 **cache,
             )
-        stops = self._stop_ids()
+        stops = stop_ids(self.policy)
         completions = []
         for prompt, row in zip(prompts, output[:, width:].tolist(), strict=True):
             end = next((j for j, token in enumerate(row) if token in stops), None)
@@ -150,15 +158,9 @@ class TransformersBackend:
             top_p=None if greedy else sampling.top_p,
             top_k=None if greedy else 0,
             repetition_penalty=1.0,
-            eos_token_id=sorted(self._stop_ids()),
+            eos_token_id=sorted(stop_ids(self.policy)),
             pad_token_id=tokenizer.pad_token_id,
         )
-
-    def _stop_ids(self) -> set[int]:
-        tokenizer = self.policy.tokenizer
-        configured = self.policy.model.generation_config.eos_token_id
-        eos = configured if isinstance(configured, list) else [configured]
-        return {t for t in [*eos, tokenizer.eos_token_id, tokenizer.pad_token_id] if t is not None}
 
 
 class KeysInValueDtypeCache(DynamicCache):

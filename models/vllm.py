@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from genenv.models.generation import Completion, SamplingSettings, encode_prompt
+from genenv.models.generation import Completion, SamplingSettings, encode_prompt, stop_ids
 from genenv.models.policy import ROLES, PolicyPair
 
 if TYPE_CHECKING:
@@ -235,7 +235,7 @@ class VllmBackend:
             self.engine.serve_merged(self.policy, role, self.version)
         else:
             lora = self.engine.lora_request(role, self.adapters.get(role), self.version)
-        stops = sorted(self._stop_ids())
+        stops = sorted(stop_ids(self.policy))
         results: list[Completion] = []
         for start in range(0, len(prompts), self.batch_size):
             chunk = prompts[start : start + self.batch_size]
@@ -269,10 +269,3 @@ class VllmBackend:
         logprobs = [entry[token].logprob for token, entry in zip(ids, output.logprobs or [], strict=True)]
         text = self.policy.tokenizer.decode(ids, skip_special_tokens=True).strip()
         return Completion(text, list(prompt), ids, finished=finished, logprobs=logprobs or None)
-
-    def _stop_ids(self) -> set[int]:
-        """The same stop set as TransformersBackend: the model's eos ids, the tokenizer's eos and pad."""
-        tokenizer = self.policy.tokenizer
-        configured = self.policy.model.generation_config.eos_token_id
-        eos = configured if isinstance(configured, list) else [configured]
-        return {t for t in [*eos, tokenizer.eos_token_id, tokenizer.pad_token_id] if t is not None}
