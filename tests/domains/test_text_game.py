@@ -109,7 +109,7 @@ def test_a_walkthrough_that_is_too_short_or_does_not_win_is_rejected(game):
 
 @needs_textworld
 def test_textworld_placing_a_shorter_quest_than_asked_is_caught(tmp_path):
-    with pytest.raises(match="the walkthrough has 1 steps, the quest asks for 2") as rejected:
+    with pytest.raises(SpecRejected, match="the walkthrough has 1 steps, the quest asks for 2") as rejected:
         compile_game(GameSpec(rooms=2, objects=4, quest_length=2, seed=4), tmp_path)
     assert rejected.value.reason == "walkthrough_length"
     assert not list(tmp_path.glob("*.genenv.json"))  # nothing cached as a valid game
