@@ -122,7 +122,7 @@ def _view(
     columns = ", ".join(f't."{c}"' if c in present else f'CAST(NULL AS {missing[c]}) AS "{c}"' for c in schema)
     committed = run = ""
     if not exact and scope.committed is not None:
-        committed = " SEMI JOIN _generations g ON t.run_id = g.run_id AND t.generation = g.generation"
+        committed = " SEMI JOIN _committed g ON t.run_id = g.run_id AND t.generation = g.generation"
     if not exact and scope.run_id is not None:
         run = f" WHERE t.run_id = {_literal(scope.run_id)}"
     rows = f"SELECT {columns} FROM {scan} t{committed}{run}"
@@ -189,7 +189,6 @@ def connect(
     if not is_remote(warehouse.root_uri):
         con.execute(f"SET allowed_directories = [{_literal(str(local_path(warehouse.root_uri)) + '/')}]")
     con.execute("SET parquet_metadata_cache = true")
-    con.register("_generations", committed.select("run_id", "generation").to_arrow())
     con.register("_committed", committed.to_arrow())
     con.execute("CREATE VIEW generations AS SELECT * FROM _committed")
     pairs = frozenset(zip(committed["run_id"], committed["generation"], strict=True))
