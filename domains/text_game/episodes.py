@@ -9,7 +9,7 @@ one command; the episode ends on a win, a loss or the turn budget. Only the agen
 from __future__ import annotations
 
 from genenv.domains.base import Messages, Verdict
-from genenv.domains.text_game.engine import CompiledGame, GameSession, Observation, session
+from genenv.domains.text_game.engine import CompiledGame, GameSession, Observation, play
 
 AGENT_SYSTEM = (
     "You are playing a text adventure game. Read the goal and what you see, then answer with exactly one command, "
@@ -78,11 +78,7 @@ def replay(transcript: str, game: CompiledGame, max_turns: int) -> Verdict:
     commands = [line for line in transcript.splitlines() if line.strip()][:max_turns]
     if not commands:
         return Verdict(reward=0.0, parsed_action=None, parse_error="no_command")
-    with session(game) as playing:
-        for command in commands:
-            if playing.step(command).done:
-                break
-        result = playing.result()
+    result = play(game, lambda observation, turns: commands[len(turns)], max_steps=len(commands))
     turns = tuple(
         {
             "turn": index,
