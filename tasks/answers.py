@@ -40,9 +40,10 @@ def answer_tasks(
 ) -> pl.DataFrame:
     """`samples` agent answers to each (task, purpose), as rows of raw completions (episodes when multi-turn)."""
     work = [(task, purpose, k) for task, purpose in tasks for k in range(samples)]
-    if isinstance(ref.domain, MultiTurnDomain):
+    domain = ref.domain  # built on each access
+    if isinstance(domain, MultiTurnDomain):
         return _play_episodes(ref, backend, work, sampling, label)
-    conversations = [ref.domain.agent_messages(task) for task, _, _ in work]
+    conversations = [domain.agent_messages(task) for task, _, _ in work]
     with progress_bar(f"g{ref.generation} {label}", len(conversations)) as bar:
         completions = backend.generate("agent", conversations, sampling, progress=bar.update)
     rows = [
