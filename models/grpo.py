@@ -26,8 +26,13 @@ class GroupSample:
     observations): only the former carry loss. None: every completion token is the policy's."""
 
     @property
+    def learned(self) -> list[int]:
+        """`loss_mask`, or 1 on every completion token when there is none."""
+        return [1] * len(self.completion_ids) if self.loss_mask is None else list(self.loss_mask)
+
+    @property
     def learned_tokens(self) -> int:
-        return len(self.completion_ids) if self.loss_mask is None else sum(self.loss_mask)
+        return sum(self.learned)
 
 
 @dataclass(frozen=True)
@@ -202,7 +207,9 @@ def _micro_batch_loss(
     )
     logp = _token_logp(log_probs, targets, mask)
     old_logp = _placed([r.old_logp for r in batch], mask)
-    learned = _learned(batch, mask)
+    learned = (
+        _placed([torch.tensor(r.sample.learned, dtype=torch.float32, device=mask.device) for r in batch], mask) > 0
+    )
     advantage = torch.tensor([r.advantage for r in batch], dtype=logp.dtype, device=logp.device).unsqueeze(-1)
     ratio = torch.exp(logp - old_logp)
     # PPO's clipped surrogate (as TRL's GRPO): the pessimistic of the unclipped and the clipped objective.
@@ -238,19 +245,6 @@ def _placed(values: Sequence[torch.Tensor], mask: torch.Tensor) -> torch.Tensor:
     """Per-row token values laid out where `mask` marks each row's completion tokens; 0 at padding."""
     out = torch.zeros(mask.shape, device=mask.device)
     out[mask] = torch.cat(list(values))
-    return out
-
-
-def _learned(batch: Sequence[_Row], mask: torch.Tensor) -> torch.Tensor:
-    """The completion tokens that carry loss, laid out as `mask`: all of them, or a row's `loss_mask`."""
-    values = [
-        torch.ones(len(r.sample.completion_ids), dtype=torch.bool)
-        if r.sample.loss_mask is None
-        else torch.tensor(r.sample.loss_mask, dtype=torch.bool)
-        for r in batch
-    ]
-    out = torch.zeros(mask.shape, dtype=torch.bool, device=mask.device)
-    out[mask] = torch.cat(values).to(mask.device)
     return out
 
 
