@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from typing import Protocol
 
 import torch
@@ -129,13 +130,13 @@ class TransformersBackend:
             attention[row, width - len(prompt) :] = 1
         device = self.policy.device
         model = self.policy.model
-        cache = {_cache_argument(model): KeysInValueDtypeCache(config=model.get_base_model().config)}
+        kv_cache = {_cache_argument(model): KeysInValueDtypeCache(config=model.get_base_model().config)}
         with torch.inference_mode(), self.policy.autocast():
             output = model.generate(
                 input_ids=input_ids.to(device),
                 attention_mask=attention.to(device),
                 generation_config=self._config(sampling),
-                **cache,
+                **kv_cache,
             )
         stops = stop_ids(self.policy)
         completions = []
@@ -178,5 +179,9 @@ class KeysInValueDtypeCache(DynamicCache):
 
 def _cache_argument(model: PeftModel) -> str:
     """transformers 5.24 renamed `generate`'s `past_key_values` to `cache`; 5.19 (vLLM's pin) has the old name."""
-    forward = inspect.signature(type(model.get_base_model()).forward).parameters
-    return "cache" if "cache" in forward else "past_key_values"
+    return _cache_parameter(type(model.get_base_model()))
+
+
+@cache
+def _cache_parameter(model_class: type) -> str:
+    return "cache" if "cache" in inspect.signature(model_class.forward).parameters else "past_key_values"
