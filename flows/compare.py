@@ -164,16 +164,17 @@ def compare(
         runs: dict[str, str] = {}
         shared: str | None = None
         for plan in training:
-            with tags(f"arm:{plan.arm}"):
-                if shared is None:
+            if shared is None:
+                with tags(f"arm:{plan.arm}"):
                     shared = runs[plan.arm] = evolve(config=plan.config.to_dict())
-                    continue
-                fork_id = fork_generation_zero(
-                    warehouse_uri, shared, plan.config.to_dict(), new_run_id(plan.config.run_name)
-                )
+                continue
+            fork_id = fork_generation_zero(
+                warehouse_uri, shared, plan.config.to_dict(), new_run_id(plan.config.run_name)
+            )
+            with tags(f"arm:{plan.arm}"):  # on the generation flow runs, for the UI's filter
                 for generation in range(1, plan.config.generations + 1):
                     run_generation(warehouse_uri, fork_id, generation)
-                runs[plan.arm] = fork_id
+            runs[plan.arm] = fork_id
         if shared is None and sharing:
             shared = evolve(config=sharing[0].config.to_dict())
         for plan in sharing:

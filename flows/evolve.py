@@ -46,7 +46,7 @@ def evolve(
     name_flow_run(run_id, run_tags)
     warehouse_uri = settings.resolved_warehouse_uri
     done = set(Warehouse(warehouse_uri).committed(run_id)["generation"].to_list())
-    with model_runtime(), tags(*run_tags):  # the generation subflows and their stages carry the run's tags too
+    with model_runtime(), tags(*run_tags):  # the generation flow runs carry the run's tags too
         for generation in range(settings.generations + 1):
             if generation not in done:
                 run_generation(warehouse_uri, run_id, generation)

@@ -15,6 +15,7 @@ from genenv.tasks.contract import StageOutput
 from genenv.tasks.evaluate import evaluate_heldout
 from genenv.tasks.finetune import finetune
 from genenv.tasks.generate import generate
+from genenv.tasks.options import stage_tags
 from genenv.tasks.rewards import rewards
 from genenv.tasks.rollout import rollout
 from genenv.tasks.runtime import model_runtime
@@ -27,7 +28,7 @@ from genenv.tasks.warm_start import warm_start
 def run_generation(warehouse_uri: str, run_id: str, generation: int) -> dict:
     """Returns the commit's counts and each stage's seconds."""
     ref = GenerationRef(warehouse_uri, run_id, generation)
-    with model_runtime():
+    with model_runtime(), stage_tags():  # the run's tags stay on this flow run, off its task runs
         stages = generation_zero(ref) if generation == 0 else genenv_generation(ref)
         committed = commit(stages[-1], stages[-2], stages)
     return {**committed.counts, "seconds": {output.stage: output.seconds for output in [*stages, committed]}}

@@ -35,6 +35,7 @@ from prefect.settings import PREFECT_API_URL, temporary_settings
 from prefect.states import Cancelling, Scheduled
 
 from genenv.tasks.artifacts import artifact_key
+from genenv.tasks.options import GPU_TAG
 from genenv.warehouse.query import query
 from genenv.warehouse.schemas import GENERATION_TABLES
 from genenv.warehouse.store import Warehouse
@@ -166,6 +167,10 @@ def test_the_evolve_deployment_runs_every_stage_through_the_worker(stack, comple
     subflows = generation_runs(stack, run_id, 1)
     for run in (flow_run, *subflows.values()):
         assert {"run:deploy-test", "arm:genenv", "domain:tool_call"} <= set(run.tags), run.name
+    # The run's tags stay on flow runs: a tagged task run asks the server for concurrency slots first.
+    generation_ids = [run.id for run in subflows.values()]
+    stages = stack.client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=generation_ids)))
+    assert stages and all(set(stage.tags) <= {GPU_TAG} for stage in stages), [stage.tags for stage in stages]
     zero = ("seed-pool", "warm-start", "evaluate-heldout", "commit")
     genenv = ("generate", "rollout", "verify", "rewards", "finetune", "evaluate-heldout", "commit")
     for generation, stages in ((0, zero), (1, genenv)):
