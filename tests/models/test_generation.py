@@ -133,3 +133,21 @@ def test_bf16_cache_keeps_keys_in_bf16_and_changes_no_token(tiny_model_dir) -> N
     assert dtypes[DynamicCache][0] == {torch.float32}, "rotary's fp32 cos/sin promote the keys"
     keys, values = dtypes[KeysInValueDtypeCache]
     assert keys == values and len(keys) == 1
+
+
+def test_chunked_prefill_changes_no_greedy_token(policy: PolicyPair) -> None:
+    """Prompts several chunks long, of different lengths (so left padding spans chunk boundaries)."""
+    long_conversations = [[{"role": "user", "content": "Plan a trip to " + "Paris and Rome " * n}] for n in (9, 30, 17)]
+    chunked = TransformersBackend(policy, batch_size=3, prefill_chunk=16)
+    lengths = [len(encode_prompt(policy.tokenizer, c)) for c in long_conversations]
+    assert min(lengths) > 3 * chunked.prefill_chunk and len(set(lengths)) == 3
+    whole = TransformersBackend(policy, batch_size=3, prefill_chunk=None).generate("agent", long_conversations, GREEDY)
+    widths: list[int] = []
+    hook = policy.model.get_base_model().register_forward_pre_hook(
+        lambda module, args, kwargs: widths.append(kwargs["input_ids"].shape[1]), with_kwargs=True
+    )
+    try:
+        assert ids(chunked.generate("agent", long_conversations, GREEDY)) == ids(whole)
+    finally:
+        hook.remove()
+    assert max(widths) == chunked.prefill_chunk and widths.count(chunked.prefill_chunk) >= 3, widths
