@@ -185,10 +185,10 @@ def _logprobs(policy: PolicyPair, samples: Sequence[GroupSample], micro_batch_si
         lengths = [_length(s) for s in samples]
         for indices in length_batches(lengths, median_budget(lengths, micro_batch_size)):
             batch = [samples[i] for i in indices]
-            log_probs, targets, mask = policy.completion_logprobs(
+            logp, _, mask = policy.completion_token_logprobs(
                 [s.prompt_ids for s in batch], [s.completion_ids for s in batch]
             )
-            values = _token_logp(log_probs, targets, mask)[mask].split([len(s.completion_ids) for s in batch])
+            values = _padded_to_zero(logp, mask)[mask].split([len(s.completion_ids) for s in batch])
             for i, value in zip(indices, values, strict=True):
                 out[i] = value
     return out
@@ -202,10 +202,10 @@ def _micro_batch_loss(
     policy: PolicyPair, batch: Sequence[_Row], kl_coef: float, eps: float
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """Summed (not averaged) per-token loss of one micro-batch, and its summed token statistics."""
-    log_probs, targets, mask = policy.completion_logprobs(
+    logp, entropy, mask = policy.completion_token_logprobs(
         [r.sample.prompt_ids for r in batch], [r.sample.completion_ids for r in batch]
     )
-    logp = _token_logp(log_probs, targets, mask)
+    logp = _padded_to_zero(logp, mask)
     old_logp = _placed([r.old_logp for r in batch], mask)
     learned = (
         _placed([torch.tensor(r.sample.learned, dtype=torch.float32, device=mask.device) for r in batch], mask) > 0
@@ -223,7 +223,6 @@ def _micro_batch_loss(
     loss = (per_token * learned).sum()
     with torch.no_grad():
         clipped = ((ratio < 1 - eps) & (advantage < 0)) | ((ratio > 1 + eps) & (advantage > 0))
-        entropy = -(log_probs.exp() * log_probs).sum(-1)
         moved = old_logp - logp
         approx_kl = torch.exp(moved) - moved - 1  # k3 of the current policy to the pre-update one
         stats |= {
@@ -236,9 +235,9 @@ def _micro_batch_loss(
     return loss, stats
 
 
-def _token_logp(log_probs: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+def _padded_to_zero(logp: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Log-prob of each completion token [B, C]; 0 at padding, so no padded value can overflow an exp."""
-    return log_probs.gather(-1, targets.unsqueeze(-1)).squeeze(-1).masked_fill(~mask, 0.0)
+    return logp.masked_fill(~mask, 0.0)
 
 
 def _placed(values: Sequence[torch.Tensor], mask: torch.Tensor) -> torch.Tensor:

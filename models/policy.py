@@ -21,6 +21,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenize
 from genenv.atomic import atomic_path
 from genenv.config import GenEnvConfig
 from genenv.models.loading import make_readable
+from genenv.models.token_logprobs import token_logprobs
 
 ROLES = ("agent", "simulator")
 PRECISIONS = ("float32", "bfloat16")
@@ -232,8 +233,24 @@ class PolicyPair:
 
         Rows are prompt + completion, left-padded so every completion ends at the right edge; only the last
         C + 1 positions get logits (C = longest completion). Returns (log_probs [B, C, V], targets [B, C],
-        mask [B, C]); column j of a row with c tokens holds its completion token j - (C - c).
+        mask [B, C]); column j of a row with c tokens holds its completion token j - (C - c). The whole
+        distribution is for an exact KL; `completion_token_logprobs` is the same numbers at a fraction of the memory.
         """
+        logits, targets, mask = self._completion_logits(prompts, completions)
+        return logits.float().log_softmax(-1), targets, mask
+
+    def completion_token_logprobs(
+        self, prompts: Sequence[Sequence[int]], completions: Sequence[Sequence[int]]
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(log p [B, C] of each completion token, entropy [B, C] of each position's distribution, mask [B, C]),
+        laid out as `completion_logprobs`, bit-identical to gathering from it, without its [B, C, V] in memory."""
+        logits, targets, mask = self._completion_logits(prompts, completions)
+        logp, entropy = token_logprobs(logits, targets)
+        return logp, entropy, mask
+
+    def _completion_logits(
+        self, prompts: Sequence[Sequence[int]], completions: Sequence[Sequence[int]]
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         if any(len(p) == 0 for p in prompts):
             raise ValueError("every row needs a non-empty prompt: its first completion token is scored from it")
         width = max(len(c) for c in completions)
@@ -258,8 +275,7 @@ class PolicyPair:
                 logits_to_keep=width + 1,
                 use_cache=False,
             ).logits[:, :-1]
-        targets = input_ids[:, total - width :].to(device)
-        return logits.float().log_softmax(-1), targets, mask.to(device)
+        return logits, input_ids[:, total - width :].to(device), mask.to(device)
 
 
 def length_batches(lengths: Sequence[int], budget: int, extra: int = 0) -> list[list[int]]:

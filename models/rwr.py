@@ -98,23 +98,25 @@ def _step(
         micro = [batch[i] for i in indices]
         prompts = [e.prompt_ids for e in micro]
         targets_ids = [e.target_ids for e in micro]
-        ref_log_probs = None
-        if kl_coef != 0.0:  # before the policy's pass: switching adapters must not happen while a graph is pending
-            with torch.no_grad(), policy.reference(role):
+        kl = None
+        if kl_coef != 0.0:  # the exact KL needs both whole distributions
+            with torch.no_grad(), policy.reference(role):  # before the policy's pass: no adapter switch mid-graph
                 ref_log_probs, _, _ = policy.completion_logprobs(prompts, targets_ids)
-        log_probs, targets, mask = policy.completion_logprobs(prompts, targets_ids)
-        token_nll = -log_probs.gather(-1, targets.unsqueeze(-1)).squeeze(-1) * mask
-        nll = token_nll.sum(-1) / mask.sum(-1).clamp(min=1)
+            log_probs, targets, mask = policy.completion_logprobs(prompts, targets_ids)
+            logp = log_probs.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+            with torch.no_grad():
+                entropy = -(log_probs.exp() * log_probs).sum(-1)
+            kl = ((log_probs.exp() * (log_probs - ref_log_probs)).sum(-1) * mask).sum() / tokens
+        else:
+            logp, entropy, mask = policy.completion_token_logprobs(prompts, targets_ids)
+        nll = (-logp * mask).sum(-1) / mask.sum(-1).clamp(min=1)
         weights = torch.tensor([e.weight for e in micro], dtype=nll.dtype, device=nll.device)
         loss = (weights * nll).sum() / total_weight
         sums["nll"] += loss.item()
-        if ref_log_probs is not None:
-            kl = (log_probs.exp() * (log_probs - ref_log_probs)).sum(-1)
-            kl = (kl * mask).sum() / tokens
+        if kl is not None:
             sums["kl"] += kl.item()
             loss = loss + kl_coef * kl
-        with torch.no_grad():
-            sums["entropy"] += ((-(log_probs.exp() * log_probs).sum(-1) * mask).sum() / tokens).item()
+        sums["entropy"] += ((entropy * mask).sum() / tokens).item()
         loss.backward()
     grad_norm = torch.nn.utils.clip_grad_norm_(params, max_grad_norm).item()
     optimizer.step()
