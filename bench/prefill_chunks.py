@@ -15,50 +15,16 @@ two ways share.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import os
 import random
-import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import torch
+from rss import measured  # bench/ is the script's folder
 
-from genenv.models.generation import Completion, SamplingSettings, TransformersBackend
+from genenv.models.generation import SamplingSettings, TransformersBackend
 from genenv.models.loading import EMBEDDED_MODEL, resolve_base_model
 from genenv.models.policy import LoraSettings, PolicyPair
-
-PAGE = os.sysconf("SC_PAGE_SIZE")
-
-
-def resident_mb() -> float:
-    with open("/proc/self/statm") as statm:
-        return int(statm.read().split()[1]) * PAGE / 2**20
-
-
-def measured(run: Callable[[], list[Completion]]) -> tuple[list[Completion], float, float]:
-    """(outputs, seconds, peak extra MB) of one run, memory sampled every 3 ms."""
-    trim = getattr(ctypes.CDLL(None), "malloc_trim", None)
-    if trim is not None:
-        trim(0)
-    before = peak = resident_mb()
-    done = threading.Event()
-
-    def sample() -> None:
-        nonlocal peak
-        while not done.is_set():
-            peak = max(peak, resident_mb())
-            time.sleep(0.003)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    started = time.perf_counter()
-    outputs = run()
-    seconds = time.perf_counter() - started
-    done.set()
-    sampler.join()
-    return outputs, seconds, peak - before
 
 
 def main() -> None:
