@@ -210,6 +210,11 @@ class GenEnvConfig:
     def resolved_warehouse_uri(self) -> str:
         return self.warehouse_uri or str(Path(self.data_dir) / "warehouse")
 
+    @property
+    def models_dir(self) -> Path:
+        """Where base models are converted or downloaded to, once per data folder."""
+        return Path(self.data_dir).resolve() / "models"
+
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 

