@@ -23,11 +23,10 @@ def run(args: argparse.Namespace) -> int:
     from genenv.flows.evolve import evolve
     from genenv.models.loading import prefetch_base_model
 
-    if not args.run_id:  # a resumed run's model is in its stored config, read inside the flow
-        prefetch_base_model(config.model, config.models_dir)
     if args.run_id:  # the run's stored config, with only what this command names on top
         run_id = evolve(config_file=args.config, overrides=overrides, run_id=args.run_id)
-    else:
+    else:  # converting or downloading the model overlaps Prefect's start (a resumed run's model is read in the flow)
+        prefetch_base_model(config.model, config.models_dir)
         run_id = evolve(config.to_dict())
     warehouse = config.resolved_warehouse_uri
     example = "SELECT generation, avg(reward) FROM trajectories GROUP BY 1 ORDER BY 1"
