@@ -188,7 +188,7 @@ def _logprobs(policy: PolicyPair, samples: Sequence[GroupSample], micro_batch_si
             logp, _, mask = policy.completion_token_logprobs(
                 [s.prompt_ids for s in batch], [s.completion_ids for s in batch]
             )
-            values = _padded_to_zero(logp, mask)[mask].split([len(s.completion_ids) for s in batch])
+            values = logp[mask].split([len(s.completion_ids) for s in batch])
             for i, value in zip(indices, values, strict=True):
                 out[i] = value
     return out
