@@ -1,43 +1,51 @@
-"""Time and peak resident memory of one call, for the benchmarks that print memory beside speed (Linux)."""
+"""Resident memory for the benchmarks that print it beside speed (Linux): a sampler, and one call measured."""
 
 from __future__ import annotations
 
-import ctypes
 import os
 import threading
 import time
 from collections.abc import Callable
 from typing import TypeVar
 
+from genenv.models.loading import return_freed_memory
+
 T = TypeVar("T")
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
-def resident_mb() -> float:
+def rss_bytes() -> int:
     with open("/proc/self/statm") as statm:
-        return int(statm.read().split()[1]) * PAGE / 2**20
+        return int(statm.read().split()[1]) * PAGE
+
+
+class RssSampler(threading.Thread):
+    """Samples the process's resident memory every `every` seconds, with the time of each sample."""
+
+    def __init__(self, every: float = 0.005) -> None:
+        super().__init__(daemon=True)
+        self.every, self.samples, self.stopped = every, [], threading.Event()
+
+    def run(self) -> None:
+        while not self.stopped.is_set():
+            self.samples.append((time.time(), rss_bytes()))
+            time.sleep(self.every)
+
+    def peak(self, start: float, end: float) -> int:
+        return max((rss for t, rss in self.samples if start <= t <= end), default=0)
 
 
 def measured(run: Callable[[], T]) -> tuple[T, float, float]:
     """(result, seconds, peak extra MB) of `run()`, memory sampled every 3 ms. The C heap's free pages are handed
-    back first (glibc's malloc_trim), so an earlier run's leftovers neither hide this run's peak nor inflate it."""
-    trim = getattr(ctypes.CDLL(None), "malloc_trim", None)
-    if trim is not None:
-        trim(0)
-    before = peak = resident_mb()
-    done = threading.Event()
-
-    def sample() -> None:
-        nonlocal peak
-        while not done.is_set():
-            peak = max(peak, resident_mb())
-            time.sleep(0.003)
-
-    sampler = threading.Thread(target=sample, daemon=True)
+    back first, so an earlier run's leftovers neither hide this run's peak nor inflate it."""
+    return_freed_memory()
+    before = rss_bytes()
+    sampler = RssSampler(every=0.003)
     sampler.start()
-    started = time.perf_counter()
+    started, clock = time.perf_counter(), time.time()
     result = run()
     seconds = time.perf_counter() - started
-    done.set()
+    sampler.stopped.set()
     sampler.join()
-    return result, seconds, peak - before
+    peak = max(sampler.peak(clock, time.time()), before)
+    return result, seconds, (peak - before) / 2**20

@@ -27,28 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-PAGE = os.sysconf("SC_PAGE_SIZE")
-
-
-def rss_bytes() -> int:
-    with open("/proc/self/statm") as statm:
-        return int(statm.read().split()[1]) * PAGE
-
-
-class RssSampler(threading.Thread):
-    """Samples the process's resident memory every `every` seconds, with the time of each sample."""
-
-    def __init__(self, every: float = 0.005) -> None:
-        super().__init__(daemon=True)
-        self.every, self.samples, self.stopped = every, [], threading.Event()
-
-    def run(self) -> None:
-        while not self.stopped.is_set():
-            self.samples.append((time.time(), rss_bytes()))
-            time.sleep(self.every)
-
-    def peak(self, start: float, end: float) -> int:
-        return max((rss for t, rss in self.samples if start <= t <= end), default=0)
+from rss import RssSampler  # bench/ is the script's folder
 
 
 @dataclass

@@ -63,13 +63,14 @@ def _convert_embedded(target: Path) -> Path:
         if (target / "config.json").is_file():
             return target
         _convert_gguf(_embedded_gguf(), target)
-        _return_freed_memory()
+        return_freed_memory()
         return target
 
 
-def _return_freed_memory() -> None:
-    """glibc keeps freed pages for reuse by the thread that freed them; after a conversion in the prefetch thread,
-    its dequantised weights (about 0.4 GB) would stay resident for the whole run."""
+def return_freed_memory() -> None:
+    """Hand the C heap's free pages back (glibc's malloc_trim; nothing elsewhere). glibc keeps freed pages for reuse
+    by the thread that freed them: after a conversion in the prefetch thread, its dequantised weights (about
+    0.4 GB) would otherwise stay resident for the whole run."""
     trim = getattr(ctypes.CDLL(None), "malloc_trim", None)
     if trim is not None:
         trim(0)
