@@ -21,13 +21,18 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenize
 
 from genenv.atomic import atomic_path
 from genenv.config import GenEnvConfig
-from genenv.models.loading import make_readable
+from genenv.models.loading import make_readable, return_freed_memory
 from genenv.models.token_logprobs import token_logprobs
 
 ROLES = ("agent", "simulator")
 PRECISIONS = ("float32", "bfloat16")
 OPTIMIZER_FILE = "optimizer.pt"
 ONEDNN_PRIMITIVES = 16
+SHAPE_STEP = 64
+"""Training rows are left-padded to a multiple of this many positions, completions to a multiple of a quarter
+of it, so micro-batch shapes repeat. PyTorch's CPU kernels keep compiled code per shape without bound (bf16
+attention's brgemm kernels, matmul primitives): about 16 MB per new micro-batch length on the embedded model,
+0.35 GB over the demo's warm start; and glibc reuses a freed block only for a request that fits it."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +71,7 @@ class PolicyPair:
         self.precision = precision
         if precision == "bfloat16":
             _frozen_linears_to_bf16(model)
+            _copy_out_of_weight_file(model)
         # role -> the AdamW state_dict its next `training(persist=True)` resumes from
         self.optimizer_states: dict[str, dict] = dict(optimizer_states or {})
         self.checkpoint_activations = False
@@ -151,6 +157,8 @@ class PolicyPair:
         persist=True resumes the role's AdamW state (at learning rate `lr`) and keeps it after the block, so
         a few steps per generation are steps of one Adam run, not sign-like first steps of fresh optimizers.
         persist=False (warm start) uses a fresh AdamW and drops any kept state.
+        The C heap's free pages go back to the system after the block: a training step frees about a GB of
+        activations that glibc would otherwise keep, on top of the next stage's own.
         """
         self.activate(role)
         params = self.trainable_parameters()
@@ -173,6 +181,7 @@ class PolicyPair:
             if self.checkpoint_activations:
                 _checkpoint_activations(self.model, False)
             self.model.train(was_training)
+            return_freed_memory()
 
     @contextmanager
     def reference(self, role: str) -> Iterator[None]:
@@ -256,9 +265,9 @@ class PolicyPair:
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         if any(len(p) == 0 for p in prompts):
             raise ValueError("every row needs a non-empty prompt: its first completion token is scored from it")
-        width = max(len(c) for c in completions)
+        width = _round_up(max(len(c) for c in completions), SHAPE_STEP // 4)
         lengths = [len(p) + len(c) for p, c in zip(prompts, completions, strict=True)]
-        total = max(lengths)
+        total = max(_round_up(max(lengths), SHAPE_STEP), width + 1)
         pad = self.tokenizer.pad_token_id
         input_ids = torch.full((len(lengths), total), pad, dtype=torch.long)
         attention = torch.zeros((len(lengths), total), dtype=torch.long)
@@ -300,7 +309,10 @@ def median_budget(lengths: Sequence[int], rows: int) -> int:
     return rows * sorted(lengths)[len(lengths) // 2] if lengths else 0
 
 
-@contextmanager
+def _round_up(n: int, step: int) -> int:
+    return -(-n // step) * step
+
+
 def _bound_onednn_primitive_cache() -> None:
     """oneDNN, which runs PyTorch's bf16 matmuls on CPU, keeps a compiled primitive per tensor shape, up to 1,024.
     Micro-batches and generation batches of ever new lengths fill it with shapes that never come back: in the
@@ -370,6 +382,20 @@ def _frozen_linears_to_bf16(model: PeftModel) -> None:
                 module.weight = torch.nn.Parameter(module.weight.to(torch.bfloat16), requires_grad=False)
                 if module.bias is not None:
                     module.bias = torch.nn.Parameter(module.bias.to(torch.bfloat16), requires_grad=False)
+
+
+def _copy_out_of_weight_file(model: PeftModel) -> None:
+    """Give the float32 weights left after `_frozen_linears_to_bf16` memory of their own.
+
+    transformers maps the safetensors file and leaves weights of its dtype as views into that mapping; one live
+    view keeps the whole mapping, and every page the bf16 conversion read stays resident (0.5 GB of the embedded
+    model's float32 file at the demo's peak). Copying the float32 rest (embeddings, the weights LoRA adapts,
+    norms: 170 MB) lets the mapping close.
+    """
+    with torch.no_grad():
+        for tensor in (*model.parameters(), *model.buffers()):
+            if tensor.dtype == torch.float32:
+                tensor.data = tensor.data.clone()
 
 
 def _reference_name(role: str) -> str:

@@ -1,12 +1,15 @@
 from __future__ import annotations
 
+import gc
+import shutil
+import sys
 from pathlib import Path
 
 import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
-from genenv.models.policy import ROLES, LoraSettings, PolicyPair, length_batches, median_budget
+from genenv.models.policy import ROLES, SHAPE_STEP, LoraSettings, PolicyPair, length_batches, median_budget
 
 PROMPTS = [[1, 40, 41, 42, 43], [1, 50, 51]]
 COMPLETIONS = [[60, 61], [62, 63, 64]]  # lengths 7 and 6: row 1 is left-padded
@@ -178,6 +181,43 @@ def test_completion_logprobs_align_with_unbatched_forward(policy: PolicyPair) ->
         assert mask[row].tolist() == [False] * (width - len(completion)) + [True] * len(completion)
         assert targets[row, mask[row]].tolist() == completion
         assert torch.allclose(log_probs[row, mask[row]], expected, atol=1e-5)
+
+
+def test_training_rows_of_nearby_lengths_share_one_shape(policy: PolicyPair) -> None:
+    """Micro-batches are padded to a multiple of SHAPE_STEP positions, so CPU kernels compiled per shape are reused
+    instead of piling up; the completion tokens' log-probs are those of each row alone (the test above)."""
+    shapes = []
+    hook = policy.model.get_input_embeddings().register_forward_hook(lambda _m, args, _o: shapes.append(args[0].shape))
+    try:
+        with torch.no_grad():
+            for prompt_length, completion_length in ((3, 2), (SHAPE_STEP - 20, 9), (SHAPE_STEP + 1, 2)):
+                prompts = [list(range(1, prompt_length + 1)), [1, 2]]
+                completions = [[60] * completion_length, [61]]
+                logp, _, mask = policy.completion_token_logprobs(prompts, completions)
+                assert logp.shape == mask.shape == (2, SHAPE_STEP // 4)
+    finally:
+        hook.remove()
+    assert shapes == [(2, SHAPE_STEP), (2, SHAPE_STEP), (2, 2 * SHAPE_STEP)]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the process's mappings from /proc")
+def test_bf16_weights_do_not_keep_the_weight_file_mapped(tiny_model_dir: Path, tmp_path: Path) -> None:
+    """transformers maps the safetensors file; under bf16 most of its weights are replaced by bf16 copies, and the
+    float32 rest gets memory of its own, so the file's pages stop counting toward the process."""
+    folder = shutil.copytree(tiny_model_dir, tmp_path / "model")
+    weights = str(folder / "model.safetensors")
+
+    def mapped() -> bool:
+        gc.collect()
+        return weights in Path("/proc/self/maps").read_text()
+
+    float32 = PolicyPair.load(folder, LoraSettings(), precision="float32")
+    assert mapped(), "the check sees the mapping while float32 weights are views into it"
+    del float32
+    assert not mapped()
+    bfloat16 = PolicyPair.load(folder, LoraSettings(), precision="bfloat16")
+    assert not mapped()
+    assert bfloat16.completion_logprobs(PROMPTS, COMPLETIONS)[0].isfinite().all()
 
 
 def test_length_batches_sort_and_size_by_tokens() -> None:
