@@ -29,10 +29,12 @@ PRECISIONS = ("float32", "bfloat16")
 OPTIMIZER_FILE = "optimizer.pt"
 ONEDNN_PRIMITIVES = 16
 SHAPE_STEP = 64
-"""Training rows are left-padded to a multiple of this many positions, completions to a multiple of a quarter
-of it, so micro-batch shapes repeat. PyTorch's CPU kernels keep compiled code per shape without bound (bf16
-attention's brgemm kernels, matmul primitives): about 16 MB per new micro-batch length on the embedded model,
-0.35 GB over the demo's warm start; and glibc reuses a freed block only for a request that fits it."""
+COMPLETION_STEP = 16
+"""Training rows are left-padded to a multiple of SHAPE_STEP positions, and the completions given logits to a
+multiple of COMPLETION_STEP, so micro-batch shapes repeat. PyTorch's CPU kernels keep compiled code per shape
+without bound (bf16 attention's brgemm kernels, matmul primitives): about 16 MB per new micro-batch length on
+the embedded model, 0.35 GB over the demo's warm start (bench/shape_buckets.py); and glibc reuses a freed block
+only for a request that fits it."""
 
 
 @dataclass(frozen=True)
@@ -265,7 +267,7 @@ class PolicyPair:
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         if any(len(p) == 0 for p in prompts):
             raise ValueError("every row needs a non-empty prompt: its first completion token is scored from it")
-        width = _round_up(max(len(c) for c in completions), SHAPE_STEP // 4)
+        width = _round_up(max(len(c) for c in completions), COMPLETION_STEP)
         lengths = [len(p) + len(c) for p, c in zip(prompts, completions, strict=True)]
         total = max(_round_up(max(lengths), SHAPE_STEP), width + 1)
         pad = self.tokenizer.pad_token_id

@@ -9,7 +9,15 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
-from genenv.models.policy import ROLES, SHAPE_STEP, LoraSettings, PolicyPair, length_batches, median_budget
+from genenv.models.policy import (
+    COMPLETION_STEP,
+    ROLES,
+    SHAPE_STEP,
+    LoraSettings,
+    PolicyPair,
+    length_batches,
+    median_budget,
+)
 
 PROMPTS = [[1, 40, 41, 42, 43], [1, 50, 51]]
 COMPLETIONS = [[60, 61], [62, 63, 64]]  # lengths 7 and 6: row 1 is left-padded
@@ -184,8 +192,9 @@ def test_completion_logprobs_align_with_unbatched_forward(policy: PolicyPair) ->
 
 
 def test_training_rows_of_nearby_lengths_share_one_shape(policy: PolicyPair) -> None:
-    """Micro-batches are padded to a multiple of SHAPE_STEP positions, so CPU kernels compiled per shape are reused
-    instead of piling up; the completion tokens' log-probs are those of each row alone (the test above)."""
+    """Micro-batches are padded to a multiple of SHAPE_STEP positions (completions to COMPLETION_STEP), so CPU
+    kernels compiled per shape are reused instead of piling up; the completion tokens' log-probs are those of each
+    row alone (the test above)."""
     shapes = []
     hook = policy.model.get_input_embeddings().register_forward_hook(lambda _m, args, _o: shapes.append(args[0].shape))
     try:
@@ -194,7 +203,7 @@ def test_training_rows_of_nearby_lengths_share_one_shape(policy: PolicyPair) -> 
                 prompts = [list(range(1, prompt_length + 1)), [1, 2]]
                 completions = [[60] * completion_length, [61]]
                 logp, _, mask = policy.completion_token_logprobs(prompts, completions)
-                assert logp.shape == mask.shape == (2, SHAPE_STEP // 4)
+                assert logp.shape == mask.shape == (2, COMPLETION_STEP)
     finally:
         hook.remove()
     assert shapes == [(2, SHAPE_STEP), (2, SHAPE_STEP), (2, 2 * SHAPE_STEP)]
