@@ -113,7 +113,11 @@ class GenEnvConfig:
     simulator_kl_coef: float = _f(0.1, "RWR KL coefficient to the initial simulator: its adapter after the warm start.")
     simulator_epochs: int = _f(1, "RWR epochs over this generation's sample of D_env.")
     simulator_max_records: int = _f(64, "Cap on D_env records the simulator trains on per generation.")
-    train_batch_size: int = _f(8, "Rows per micro-batch in GRPO and SFT.")
+    train_batch_size: int = _f(
+        8,
+        "Rows per optimizer step in SFT (warm start, RWR); rows of a micro-batch in GRPO, whose step is "
+        "agent_minibatch_size rollouts. Either way cut into micro-batches of similar lengths.",
+    )
     checkpoint_activations: bool = _f(
         False,
         "Recompute activations in GRPO and SFT backward passes instead of keeping them (gradient checkpointing): "
