@@ -245,10 +245,11 @@ class PolicyPair:
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Log-softmax over the vocabulary at each completion token, for the active adapter.
 
-        Rows are prompt + completion, left-padded so every completion ends at the right edge; only the last
-        C + 1 positions get logits (C = longest completion). Returns (log_probs [B, C, V], targets [B, C],
-        mask [B, C]); column j of a row with c tokens holds its completion token j - (C - c). The whole
-        distribution is for an exact KL; `completion_token_logprobs` is the same numbers at a fraction of the memory.
+        Rows are prompt + completion, left-padded so every completion ends at the right edge (to a multiple of
+        SHAPE_STEP positions); only the last C + 1 positions get logits (C = the longest completion rounded up to
+        COMPLETION_STEP). Returns (log_probs [B, C, V], targets [B, C], mask [B, C]); column j of a row with c
+        tokens holds its completion token j - (C - c). The whole distribution is for an exact KL;
+        `completion_token_logprobs` is the same numbers at a fraction of the memory.
         """
         logits, targets, mask = self._completion_logits(prompts, completions)
         return logits.float().log_softmax(-1), targets, mask
