@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
+from genenv.models.loading import return_freed_memory
 from genenv.models.policy import PolicyPair, length_batches, median_budget
 
 
@@ -120,6 +121,9 @@ def grpo_update(
                 lengths = [_length(r.sample) for r in trained]
                 for indices in length_batches(lengths, median_budget(lengths, micro_batch_size)):
                     micro_batch = [trained[i] for i in indices]
+                    # Micro-batches of other lengths leave the C heap fragmented: handing its free pages back first
+                    # keeps the stage's peak near one micro-batch's activations (the demo: 2.9 -> 2.6 GB, ~0.5 s).
+                    return_freed_memory()
                     loss, stats = _micro_batch_loss(policy, micro_batch, kl_coef, clip_epsilon)
                     (loss / tokens).backward()
                     for key, value in stats.items():
