@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from genenv.models.loading import return_freed_memory
+from genenv.models.memory import return_freed_memory
 
 T = TypeVar("T")
 PAGE = os.sysconf("SC_PAGE_SIZE")

@@ -12,7 +12,7 @@ import torch
 from peft import PeftModel
 from transformers import DynamicCache, GenerationConfig
 
-from genenv.models.loading import return_freed_memory
+from genenv.models.memory import return_freed_memory
 from genenv.models.policy import PolicyPair, length_batches
 from genenv.registry import Registry
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from genenv.models.loading import return_freed_memory
+from genenv.models.memory import return_freed_memory
 from genenv.models.policy import PolicyPair, length_batches, median_budget
 
 

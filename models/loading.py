@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import importlib.util
 import threading
 from pathlib import Path
 
 from genenv.atomic import atomic_path
+from genenv.models.memory import return_freed_memory
 
 EMBEDDED_MODEL = "embedded:smollm2-135m-instruct"
 _EMBEDDED_ALIASES = (EMBEDDED_MODEL, "embedded")
@@ -63,17 +63,8 @@ def _convert_embedded(target: Path) -> Path:
         if (target / "config.json").is_file():
             return target
         _convert_gguf(_embedded_gguf(), target)
-        return_freed_memory()
+        return_freed_memory()  # else the dequantised weights' pages (0.4 GB) stay with the converting thread's heap
         return target
-
-
-def return_freed_memory() -> None:
-    """Hand the C heap's free pages back (glibc's malloc_trim; nothing elsewhere). glibc keeps freed pages for reuse
-    by the thread that freed them: after a conversion in the prefetch thread, its dequantised weights (about
-    0.4 GB) would otherwise stay resident for the whole run."""
-    trim = getattr(ctypes.CDLL(None), "malloc_trim", None)
-    if trim is not None:
-        trim(0)
 
 
 def _convert_gguf(gguf: Path, target: Path) -> None:

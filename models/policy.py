@@ -21,7 +21,8 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenize
 
 from genenv.atomic import atomic_path
 from genenv.config import GenEnvConfig
-from genenv.models.loading import make_readable, return_freed_memory
+from genenv.models.loading import make_readable
+from genenv.models.memory import return_freed_memory
 from genenv.models.token_logprobs import token_logprobs
 
 ROLES = ("agent", "simulator")
