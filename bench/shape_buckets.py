@@ -7,8 +7,9 @@ repeat), alternately.
 PyTorch's CPU kernels keep compiled code per shape, and what a process has cached stays with it, so each run is a
 fresh process (`--child BUCKET`): it loads the model, runs `--steps` optimizer steps of 4 rows with the demo
 warm start's spread of lengths (prompts of 120-400 tokens, answers of 20-60, drawn with a fixed seed, so both
-buckets train on the same rows), and prints its seconds, its peak resident memory, how much the C heap in use
-grew over the steps, and the mean loss. The runs alternate; the medians are printed with their ratios.
+buckets train on the same rows), and prints its seconds, its peak resident memory above the loaded model, how
+much the C heap in use grew over the steps, and the mean loss. The runs alternate; the medians are printed with
+their ratios.
 """
 
 from __future__ import annotations
@@ -20,10 +21,9 @@ import random
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-from rss import RssSampler  # bench/ is the script's folder
+from rss import measured  # bench/ is the script's folder
 
 
 class _MallInfo2(ctypes.Structure):
@@ -60,16 +60,12 @@ def child(bucket: int, steps: int, models: Path) -> None:
         for _ in range(4 * steps)
     ]
     before = heap_in_use()
-    sampler = RssSampler()
-    sampler.start()
-    started, clock = time.perf_counter(), time.time()
-    records = weighted_sft(policy, "agent", examples, lr=1e-3, kl_coef=0.0, batch_size=4, persist=False)
-    seconds = time.perf_counter() - started
-    sampler.stopped.set()
-    sampler.join()
+    records, seconds, extra = measured(
+        lambda: weighted_sft(policy, "agent", examples, lr=1e-3, kl_coef=0.0, batch_size=4, persist=False)
+    )
     grown = heap_in_use() - before  # after the training block hands free pages back: what stays allocated
     loss = statistics.mean(r["loss"] for r in records)
-    print(f"{seconds:.2f} {sampler.peak(clock, time.time()) / 2**20:.0f} {grown / 2**20:.0f} {loss:.6f}")
+    print(f"{seconds:.2f} {extra:.0f} {grown / 2**20:.0f} {loss:.6f}")
 
 
 def run(bucket: int, steps: int, models: Path) -> tuple[float, float, float, float]:
@@ -79,8 +75,8 @@ def run(bucket: int, steps: int, models: Path) -> tuple[float, float, float, flo
         text=True,
         check=True,
     ).stdout
-    seconds, peak, grown, loss = (float(v) for v in out.split()[-4:])
-    return seconds, peak, grown, loss
+    seconds, extra, grown, loss = (float(v) for v in out.split()[-4:])
+    return seconds, extra, grown, loss
 
 
 def main() -> None:
@@ -96,18 +92,18 @@ def main() -> None:
         return
 
     print(f"load average {os.getloadavg()[0]:.1f}, bfloat16, {args.steps} SFT steps of 4 rows, {args.rounds} round(s)")
-    print(f"{'bucket':>6} {'seconds':>8} {'peak MB':>8} {'heap grew MB':>13} {'mean loss':>10}")
+    print(f"{'bucket':>6} {'seconds':>8} {'extra MB':>8} {'heap grew MB':>13} {'mean loss':>10}")
     results: dict[int, list[tuple[float, float, float, float]]] = {b: [] for b in args.buckets}
     for round_ in range(args.rounds):
         for bucket in args.buckets[:: -1 if round_ % 2 else 1]:
             result = run(bucket, args.steps, args.models)
             results[bucket].append(result)
-            seconds, peak, grown, loss = result
-            print(f"{bucket:>6} {seconds:>8.1f} {peak:>8.0f} {grown:>13.0f} {loss:>10.4f}", flush=True)
+            seconds, extra, grown, loss = result
+            print(f"{bucket:>6} {seconds:>8.1f} {extra:>8.0f} {grown:>13.0f} {loss:>10.4f}", flush=True)
     before, after = ({k: statistics.median(r[k] for r in results[b]) for k in range(3)} for b in args.buckets)
     print(
         f"padded to {args.buckets[1]} against {args.buckets[0]} (medians): {after[0] / before[0]:.2f}x the time, "
-        f"peak {after[1] - before[1]:+.0f} MB ({after[1] / before[1]:.2f}x), "
+        f"extra memory at the peak {after[1] - before[1]:+.0f} MB ({after[1] / before[1]:.2f}x), "
         f"heap still in use after the steps {before[2]:.0f} -> {after[2]:.0f} MB"
     )
 
