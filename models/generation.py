@@ -66,6 +66,17 @@ def encode_prompt(tokenizer, conversation: list[dict[str, str]]) -> list[int]:
     return tokenizer(text, add_special_tokens=False)["input_ids"]
 
 
+def left_padded(prompts: list[list[int]] | list[tuple[int, ...]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(input ids, attention mask) of the prompts left-padded to the longest, so every row ends where it generates."""
+    width = max(len(p) for p in prompts)
+    input_ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
+    attention = torch.zeros_like(input_ids)
+    for row, prompt in enumerate(prompts):
+        input_ids[row, width - len(prompt) :] = torch.tensor(prompt, dtype=torch.long)
+        attention[row, width - len(prompt) :] = 1
+    return input_ids, attention
+
+
 def stop_ids(policy: PolicyPair) -> set[int]:
     """Where every backend ends a completion: the model's eos ids, the tokenizer's eos and pad."""
     tokenizer = policy.tokenizer
@@ -80,6 +91,8 @@ class TransformersBackend:
     into a working copy of the weights it touches for the whole call (`PolicyPair.merged`).
 
     `batch_size` is the rows of a batch of the longest prompts; batches of shorter prompts take more rows.
+    Rows with the same prompt (a task's k rollouts, a seed's n variations) share one prefill of it: 1.4x (bf16)
+    to 1.5x (fp32) less time on the rollout stage's shape, with the same greedy tokens in fp32.
     `prefill_chunk` splits the prompts' forward pass into chunks of that many positions (None: one pass).
     Left-padded prompts need an explicit attention mask, so one pass makes CPU attention compute the whole
     prompt-by-prompt square and hold every layer's intermediates for all prompt tokens at once; chunks attend
@@ -131,22 +144,26 @@ class TransformersBackend:
         return length_batches(lengths, budget, extra=max_new_tokens)
 
     def _generate_batch(self, prompts: list[list[int]], sampling: SamplingSettings) -> list[Completion]:
+        """One left-padded batch. Identical prompts (a task's k rollouts, a seed's n variations) are prefilled
+        once: `_prefill_distinct` computes the KV cache of every distinct prompt but its last token, the cache's
+        rows are repeated for the rows that share a prompt, and `generate` then runs only the last prompt token
+        of each row before sampling, so each row still samples on its own."""
         tokenizer = self.policy.tokenizer
+        distinct: dict[tuple[int, ...], int] = {}
+        row_of = torch.tensor([distinct.setdefault(tuple(p), len(distinct)) for p in prompts])
         width = max(len(p) for p in prompts)
-        input_ids = torch.full((len(prompts), width), tokenizer.pad_token_id, dtype=torch.long)
-        attention = torch.zeros_like(input_ids)
-        for row, prompt in enumerate(prompts):
-            input_ids[row, width - len(prompt) :] = torch.tensor(prompt, dtype=torch.long)
-            attention[row, width - len(prompt) :] = 1
         device = self.policy.device
+        input_ids, attention = (t.to(device) for t in left_padded(list(distinct), tokenizer.pad_token_id))
         model = self.policy.model
-        kv_cache = {_cache_argument(model): KeysInValueDtypeCache(config=model.get_base_model().config)}
+        kv_cache = KeysInValueDtypeCache(config=model.get_base_model().config)
         with torch.inference_mode(), self.policy.autocast():
+            self._prefill_distinct(kv_cache, input_ids[:, :-1], attention[:, :-1])
+            kv_cache.batch_select_indices(row_of.to(device))
             output = model.generate(
-                input_ids=input_ids.to(device),
-                attention_mask=attention.to(device),
+                input_ids=input_ids[row_of],
+                attention_mask=attention[row_of],
                 generation_config=self._config(sampling),
-                **kv_cache,
+                **{_cache_argument(model): kv_cache},
             )
         stops = stop_ids(self.policy)
         completions = []
@@ -157,6 +174,23 @@ class TransformersBackend:
             text = tokenizer.decode(ids, skip_special_tokens=True).strip()
             completions.append(Completion(text, list(prompt), ids, finished=end is not None))
         return completions
+
+    def _prefill_distinct(self, kv_cache: DynamicCache, input_ids: torch.Tensor, attention: torch.Tensor) -> None:
+        """Fill `kv_cache` with these positions, in chunks of `prefill_chunk`, at the positions `generate` gives
+        left-padded rows (padding at 0, each prompt from 0), so `generate` continues as if it had prefilled."""
+        positions = (attention.cumsum(-1) - 1).clamp(min=0)
+        chunk = self.prefill_chunk or max(input_ids.shape[1], 1)
+        model = self.policy.model
+        for start in range(0, input_ids.shape[1], chunk):
+            end = start + chunk
+            model(
+                input_ids=input_ids[:, start:end],
+                attention_mask=attention[:, :end],
+                position_ids=positions[:, start:end],
+                logits_to_keep=1,
+                use_cache=True,
+                **{_cache_argument(model): kv_cache},
+            )
 
     def _config(self, sampling: SamplingSettings) -> GenerationConfig:
         """Every knob explicit, so the checkpoint's generation_config (top_k 50, penalties) cannot leak in."""

@@ -151,3 +151,27 @@ def test_chunked_prefill_changes_no_greedy_token(policy: PolicyPair) -> None:
     finally:
         hook.remove()
     assert max(widths) == chunked.prefill_chunk and widths.count(chunked.prefill_chunk) >= 3, widths
+
+
+def test_identical_prompts_are_prefilled_once_and_sampled_apart(policy: PolicyPair) -> None:
+    """A task's k rollouts share one prompt: its KV cache is computed once for all of them, the greedy answer is
+    the one the prompt gets alone, and sampled rows still draw their own tokens."""
+    repeated = [c for c in CONVERSATIONS[:3] for _ in range(4)]
+    backend = TransformersBackend(policy, batch_size=len(repeated))
+    shapes: list[tuple[int, int]] = []
+    hook = policy.model.get_base_model().register_forward_pre_hook(
+        lambda module, args, kwargs: shapes.append(tuple(kwargs["input_ids"].shape)), with_kwargs=True
+    )
+    try:
+        greedy = backend.generate("agent", repeated, GREEDY)
+    finally:
+        hook.remove()
+    longest = max(len(encode_prompt(policy.tokenizer, c)) for c in CONVERSATIONS[:3])
+    assert shapes[0] == (3, longest - 1)  # the distinct prompts, all but their last token
+    assert shapes[1] == (len(repeated), 1)  # every row's last prompt token, from the shared cache
+    alone = [backend.generate("agent", [c], GREEDY)[0] for c in CONVERSATIONS[:3]]
+    assert ids(greedy) == [c.completion_ids for c in alone for _ in range(4)]
+
+    sampling = SamplingSettings(max_new_tokens=8, temperature=1.0, seed=3)
+    sampled = ids(backend.generate("agent", repeated, sampling))
+    assert all(len({tuple(s) for s in sampled[i : i + 4]}) > 1 for i in range(0, len(repeated), 4)), sampled

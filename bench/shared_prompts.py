@@ -1,0 +1,108 @@
+"""Rollouts of the demo's shape on the embedded SmolLM2: k answers to each tool-call task, with every row's prompt
+prefilled (the previous way, reimplemented here) versus each distinct prompt prefilled once for its k rows.
+
+    python bench/shared_prompts.py [--models data/models] [--tasks 16] [--k 4] [--precision bfloat16|float32]
+
+The prompts are the agent's prompts for the first `--tasks` tool-call seeds (about 280 tokens, their answers
+about 20), each repeated `--k` times as the rollout stage asks, in batches of `--batch-size` rows. Printed, from
+`--rounds` interleaved rounds: the best seconds of each way for sampled answers at the demo's settings, and how
+many greedy answers the two ways share (the same tokens in fp32; bf16 rounds a different chunking differently).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+
+import torch
+
+from genenv.domains.base import get_domain
+from genenv.models.generation import (
+    KeysInValueDtypeCache,
+    SamplingSettings,
+    TransformersBackend,
+    _cache_argument,
+    encode_prompt,
+    left_padded,
+    stop_ids,
+)
+from genenv.models.loading import EMBEDDED_MODEL, resolve_base_model
+from genenv.models.policy import LoraSettings, PolicyPair
+
+
+def every_row_prefilled(backend: TransformersBackend, prompts: list[list[int]], sampling: SamplingSettings) -> list:
+    """The previous `_generate_batch`: each row's whole prompt prefilled by `generate`; ids up to the stop."""
+    policy = backend.policy
+    input_ids, attention = left_padded(prompts, policy.tokenizer.pad_token_id)
+    model = policy.model
+    kv_cache = KeysInValueDtypeCache(config=model.get_base_model().config)
+    with torch.inference_mode(), policy.autocast():
+        output = model.generate(
+            input_ids=input_ids,
+            attention_mask=attention,
+            generation_config=backend._config(sampling),
+            **{_cache_argument(model): kv_cache},
+        )
+    stops = stop_ids(policy)
+    rows = output[:, input_ids.shape[1] :].tolist()
+    return [row[: next((j + 1 for j, token in enumerate(row) if token in stops), len(row))] for row in rows]
+
+
+def run(backend: TransformersBackend, prompts: list[list[int]], sampling: SamplingSettings, shared: bool) -> list:
+    """Token rows of every batch (as `TransformersBackend.generate` cuts and seeds them), in input order."""
+    rows: list = [None] * len(prompts)
+    with backend.policy.merged("agent"):
+        for index, batch in enumerate(backend.batches(prompts, sampling.max_new_tokens)):
+            torch.manual_seed(sampling.seed + index)
+            chosen = [prompts[i] for i in batch]
+            if shared:
+                outputs = [c.completion_ids for c in backend._generate_batch(chosen, sampling)]
+            else:
+                outputs = every_row_prefilled(backend, chosen, sampling)
+            for i, output in zip(batch, outputs, strict=True):
+                rows[i] = output
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", type=Path, default=Path("data") / "models", help="model cache folder")
+    parser.add_argument("--tasks", type=int, default=16)
+    parser.add_argument("--k", type=int, default=4, help="answers per task (rollouts_per_task)")
+    parser.add_argument("--batch-size", type=int, default=16, help="generation_batch_size")
+    parser.add_argument("--precision", choices=("float32", "bfloat16"), default="bfloat16")
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+
+    policy = PolicyPair.load(resolve_base_model(EMBEDDED_MODEL, args.models), LoraSettings(), precision=args.precision)
+    domain = get_domain("tool_call")
+    tasks = domain.load_seeds()[: args.tasks]
+    prompts = [encode_prompt(policy.tokenizer, domain.agent_messages(t)) for t in tasks for _ in range(args.k)]
+    backend = TransformersBackend(policy, args.batch_size)
+    sampled = SamplingSettings(max_new_tokens=48, temperature=0.7, top_p=0.9, seed=1)
+    greedy = SamplingSettings(max_new_tokens=48, temperature=0)
+    ways = {"every row prefilled": False, "distinct prompts once": True}
+    seconds: dict[str, list[float]] = {name: [] for name in ways}
+    for round_ in range(args.rounds):
+        for name in list(ways)[:: -1 if round_ % 2 else 1]:
+            started = time.perf_counter()
+            run(backend, prompts, sampled, ways[name])
+            seconds[name].append(time.perf_counter() - started)
+    answers = {name: run(backend, prompts, greedy, shared) for name, shared in ways.items()}
+
+    print(
+        f"torch threads {torch.get_num_threads()}, load average {os.getloadavg()[0]:.1f}, {args.precision}, "
+        f"{args.tasks} tasks x {args.k} answers ({sum(map(len, prompts)) / len(prompts):.0f}-token prompts), "
+        f"batches of {args.batch_size} rows, best of {args.rounds} interleaved rounds"
+    )
+    for name in ways:
+        print(f"{name:<22} {min(seconds[name]):6.1f} s  (rounds: {', '.join(f'{s:.1f}' for s in seconds[name])})")
+    before, after = (min(seconds[name]) for name in ways)
+    same = sum(a == b for a, b in zip(*answers.values(), strict=True))
+    print(f"distinct prompts once: {before / after:.2f}x faster; identical greedy answers {same}/{len(prompts)}")
+
+
+if __name__ == "__main__":
+    main()
