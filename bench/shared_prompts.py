@@ -1,12 +1,14 @@
 """Rollouts of the demo's shape on the embedded SmolLM2: k answers to each tool-call task, with every row's prompt
-prefilled (the previous way, reimplemented here) versus each distinct prompt prefilled once for its k rows.
+prefilled (the previous way, reimplemented here) versus the tokens shared by rows prefilled once: the system
+prompt all prompts start with once per batch, and each distinct prompt once for its k rows.
 
     python bench/shared_prompts.py [--models data/models] [--tasks 16] [--k 4] [--precision bfloat16|float32]
 
-The prompts are the agent's prompts for the first `--tasks` tool-call seeds (about 280 tokens, their answers
+The prompts are the agent's prompts for the first `--tasks` tool-call seeds (about 250 tokens, their answers
 about 20), each repeated `--k` times as the rollout stage asks, in batches of `--batch-size` rows. Printed, from
 `--rounds` interleaved rounds: the best seconds of each way for sampled answers at the demo's settings, and how
-many greedy answers the two ways share (the same tokens in fp32; bf16 rounds a different chunking differently).
+many greedy answers the two ways share (in bf16 a different split of the prefill rounds differently). `--k 1` is
+the held-out evaluation's shape: distinct prompts, only the system prompt shared.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from genenv.models.generation import (
     TransformersBackend,
     _cache_argument,
     encode_prompt,
-    left_padded,
+    padded,
     stop_ids,
 )
 from genenv.models.loading import EMBEDDED_MODEL, resolve_base_model
@@ -35,7 +37,7 @@ from genenv.models.policy import LoraSettings, PolicyPair
 def every_row_prefilled(backend: TransformersBackend, prompts: list[list[int]], sampling: SamplingSettings) -> list:
     """The previous `_generate_batch`: each row's whole prompt prefilled by `generate`; ids up to the stop."""
     policy = backend.policy
-    input_ids, attention = left_padded(prompts, policy.tokenizer.pad_token_id)
+    input_ids, attention = padded(prompts, policy.tokenizer.pad_token_id)
     model = policy.model
     kv_cache = KeysInValueDtypeCache(config=model.get_base_model().config)
     with torch.inference_mode(), policy.autocast():
@@ -83,7 +85,7 @@ def main() -> None:
     backend = TransformersBackend(policy, args.batch_size)
     sampled = SamplingSettings(max_new_tokens=48, temperature=0.7, top_p=0.9, seed=1)
     greedy = SamplingSettings(max_new_tokens=48, temperature=0)
-    ways = {"every row prefilled": False, "distinct prompts once": True}
+    ways = {"every row prefilled": False, "shared tokens once": True}
     seconds: dict[str, list[float]] = {name: [] for name in ways}
     for round_ in range(args.rounds):
         for name in list(ways)[:: -1 if round_ % 2 else 1]:
@@ -101,7 +103,7 @@ def main() -> None:
         print(f"{name:<22} {min(seconds[name]):6.1f} s  (rounds: {', '.join(f'{s:.1f}' for s in seconds[name])})")
     before, after = (min(seconds[name]) for name in ways)
     same = sum(a == b for a, b in zip(*answers.values(), strict=True))
-    print(f"distinct prompts once: {before / after:.2f}x faster; identical greedy answers {same}/{len(prompts)}")
+    print(f"shared tokens once: {before / after:.2f}x faster; identical greedy answers {same}/{len(prompts)}")
 
 
 if __name__ == "__main__":

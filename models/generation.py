@@ -66,15 +66,27 @@ def encode_prompt(tokenizer, conversation: list[dict[str, str]]) -> list[int]:
     return tokenizer(text, add_special_tokens=False)["input_ids"]
 
 
-def left_padded(prompts: list[list[int]] | list[tuple[int, ...]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """(input ids, attention mask) of the prompts left-padded to the longest, so every row ends where it generates."""
+def padded(
+    prompts: list[list[int]] | list[tuple[int, ...]], pad_id: int, after: int = 0
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(input ids, attention mask) of the prompts padded to the longest after their first `after` tokens (0: left
+    padding), so every row ends where it generates and rows sharing `after` first tokens hold them in one place.
+    Positions count only unmasked tokens, so where the padding sits changes nothing a row attends to."""
     width = max(len(p) for p in prompts)
     input_ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
     attention = torch.zeros_like(input_ids)
     for row, prompt in enumerate(prompts):
-        input_ids[row, width - len(prompt) :] = torch.tensor(prompt, dtype=torch.long)
-        attention[row, width - len(prompt) :] = 1
+        rest = width - len(prompt) + after
+        input_ids[row, :after], input_ids[row, rest:] = torch.tensor(prompt[:after]), torch.tensor(prompt[after:])
+        attention[row, :after], attention[row, rest:] = 1, 1
     return input_ids, attention
+
+
+def shared_prefix_length(prompts: list[tuple[int, ...]]) -> int:
+    """Tokens every prompt starts with (the system prompt, or a whole prompt repeated), leaving each prompt at
+    least its last token for `generate` to run."""
+    shortest = min(len(p) for p in prompts) - 1
+    return next((i for i in range(shortest) if len({p[i] for p in prompts}) > 1), max(shortest, 0))
 
 
 def stop_ids(policy: PolicyPair) -> set[int]:
@@ -91,8 +103,8 @@ class TransformersBackend:
     into a working copy of the weights it touches for the whole call (`PolicyPair.merged`).
 
     `batch_size` is the rows of a batch of the longest prompts; batches of shorter prompts take more rows.
-    Rows with the same prompt (a task's k rollouts, a seed's n variations) share one prefill of it: 1.4x (bf16)
-    to 1.5x (fp32) less time on the rollout stage's shape, with the same greedy tokens in fp32.
+    A batch prefills the tokens all its prompts start with once, and each distinct prompt once for the rows
+    that repeat it (`_generate_batch`).
     `prefill_chunk` splits the prompts' forward pass into chunks of that many positions (None: one pass).
     Left-padded prompts need an explicit attention mask, so one pass makes CPU attention compute the whole
     prompt-by-prompt square and hold every layer's intermediates for all prompt tokens at once; chunks attend
@@ -144,20 +156,25 @@ class TransformersBackend:
         return length_batches(lengths, budget, extra=max_new_tokens)
 
     def _generate_batch(self, prompts: list[list[int]], sampling: SamplingSettings) -> list[Completion]:
-        """One left-padded batch. Identical prompts (a task's k rollouts, a seed's n variations) are prefilled
-        once: `_prefill_distinct` computes the KV cache of every distinct prompt but its last token, the cache's
-        rows are repeated for the rows that share a prompt, and `generate` then runs only the last prompt token
-        of each row before sampling, so each row still samples on its own."""
+        """One batch, prefilled without repeating work: the tokens every prompt starts with (the system prompt)
+        once for the batch, then the rest of each distinct prompt but its last token once for all the rows that
+        share it (a task's k rollouts, a seed's n variations); the KV cache's rows are repeated to match, and
+        `generate` runs each row's last prompt token and samples each row on its own. Rows are padded after the
+        shared tokens (`padded`), so those sit at the same positions in every row."""
         tokenizer = self.policy.tokenizer
         distinct: dict[tuple[int, ...], int] = {}
         row_of = torch.tensor([distinct.setdefault(tuple(p), len(distinct)) for p in prompts])
-        width = max(len(p) for p in prompts)
+        shared = shared_prefix_length(list(distinct))
         device = self.policy.device
-        input_ids, attention = (t.to(device) for t in left_padded(list(distinct), tokenizer.pad_token_id))
+        input_ids, attention = (t.to(device) for t in padded(list(distinct), tokenizer.pad_token_id, after=shared))
+        width = input_ids.shape[1]
         model = self.policy.model
         kv_cache = KeysInValueDtypeCache(config=model.get_base_model().config)
         with torch.inference_mode(), self.policy.autocast():
-            self._prefill_distinct(kv_cache, input_ids[:, :-1], attention[:, :-1])
+            self._prefill(kv_cache, input_ids[:1, :shared], attention[:1, :shared])
+            if shared:
+                kv_cache.batch_select_indices(torch.zeros(len(distinct), dtype=torch.long, device=device))
+            self._prefill(kv_cache, input_ids[:, :-1], attention[:, :-1], start=shared)
             kv_cache.batch_select_indices(row_of.to(device))
             output = model.generate(
                 input_ids=input_ids[row_of],
@@ -175,18 +192,21 @@ class TransformersBackend:
             completions.append(Completion(text, list(prompt), ids, finished=end is not None))
         return completions
 
-    def _prefill_distinct(self, kv_cache: DynamicCache, input_ids: torch.Tensor, attention: torch.Tensor) -> None:
-        """Fill `kv_cache` with these positions, in chunks of `prefill_chunk`, at the positions `generate` gives
-        left-padded rows (padding at 0, each prompt from 0), so `generate` continues as if it had prefilled."""
+    def _prefill(
+        self, kv_cache: DynamicCache, input_ids: torch.Tensor, attention: torch.Tensor, start: int = 0
+    ) -> None:
+        """Extend `kv_cache` (holding columns up to `start`) with the rest of these columns, in chunks of
+        `prefill_chunk`, at the positions `generate` gives them (each prompt from 0, padding at 0), so `generate`
+        continues as if it had prefilled them itself."""
         positions = (attention.cumsum(-1) - 1).clamp(min=0)
         chunk = self.prefill_chunk or max(input_ids.shape[1], 1)
         model = self.policy.model
-        for start in range(0, input_ids.shape[1], chunk):
-            end = start + chunk
+        for begin in range(start, input_ids.shape[1], chunk):
+            end = begin + chunk
             model(
-                input_ids=input_ids[:, start:end],
+                input_ids=input_ids[:, begin:end],
                 attention_mask=attention[:, :end],
-                position_ids=positions[:, start:end],
+                position_ids=positions[:, begin:end],
                 logits_to_keep=1,
                 use_cache=True,
                 **{_cache_argument(model): kv_cache},

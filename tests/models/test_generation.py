@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from unittest import mock
 
 import torch
@@ -12,6 +13,8 @@ from genenv.models.generation import (
     TransformersBackend,
     _cache_argument,
     encode_prompt,
+    padded,
+    shared_prefix_length,
 )
 from genenv.models.policy import LoraSettings, PolicyPair, length_batches
 
@@ -153,10 +156,14 @@ def test_chunked_prefill_changes_no_greedy_token(policy: PolicyPair) -> None:
     assert max(widths) == chunked.prefill_chunk and widths.count(chunked.prefill_chunk) >= 3, widths
 
 
-def test_identical_prompts_are_prefilled_once_and_sampled_apart(policy: PolicyPair) -> None:
-    """A task's k rollouts share one prompt: its KV cache is computed once for all of them, the greedy answer is
-    the one the prompt gets alone, and sampled rows still draw their own tokens."""
+def test_shared_tokens_are_prefilled_once_and_rows_sampled_apart(policy: PolicyPair) -> None:
+    """A task's k rollouts share one prompt, and all prompts share the chat template's start: the common start is
+    computed once, the rest of each distinct prompt once for its k rows, the greedy answer is the one each prompt
+    gets alone, and sampled rows still draw their own tokens."""
     repeated = [c for c in CONVERSATIONS[:3] for _ in range(4)]
+    prompts = [encode_prompt(policy.tokenizer, c) for c in CONVERSATIONS[:3]]
+    shared = len(os.path.commonprefix(prompts))
+    assert shared > 5
     backend = TransformersBackend(policy, batch_size=len(repeated))
     shapes: list[tuple[int, int]] = []
     hook = policy.model.get_base_model().register_forward_pre_hook(
@@ -166,12 +173,22 @@ def test_identical_prompts_are_prefilled_once_and_sampled_apart(policy: PolicyPa
         greedy = backend.generate("agent", repeated, GREEDY)
     finally:
         hook.remove()
-    longest = max(len(encode_prompt(policy.tokenizer, c)) for c in CONVERSATIONS[:3])
-    assert shapes[0] == (3, longest - 1)  # the distinct prompts, all but their last token
-    assert shapes[1] == (len(repeated), 1)  # every row's last prompt token, from the shared cache
+    longest = max(map(len, prompts))
+    assert shapes[:3] == [(1, shared), (3, longest - shared - 1), (len(repeated), 1)], shapes
     alone = [backend.generate("agent", [c], GREEDY)[0] for c in CONVERSATIONS[:3]]
     assert ids(greedy) == [c.completion_ids for c in alone for _ in range(4)]
 
     sampling = SamplingSettings(max_new_tokens=8, temperature=1.0, seed=3)
     sampled = ids(backend.generate("agent", repeated, sampling))
     assert all(len({tuple(s) for s in sampled[i : i + 4]}) > 1 for i in range(0, len(repeated), 4)), sampled
+
+
+def test_padding_after_the_shared_tokens_keeps_every_prompt_whole() -> None:
+    prompts = [(5, 6, 7, 8), (5, 6, 9), (5, 6, 7, 1, 2)]
+    assert shared_prefix_length(prompts) == 2
+    assert shared_prefix_length([(5, 6, 7)] * 2) == 2  # a repeated prompt leaves its last token to generate
+    input_ids, attention = padded(prompts, pad_id=0, after=2)
+    assert input_ids.tolist() == [[5, 6, 0, 7, 8], [5, 6, 0, 0, 9], [5, 6, 7, 1, 2]]
+    assert attention.tolist() == [[1, 1, 0, 1, 1], [1, 1, 0, 0, 1], [1, 1, 1, 1, 1]]
+    for row, mask, prompt in zip(input_ids.tolist(), attention.tolist(), prompts, strict=True):
+        assert tuple(t for t, m in zip(row, mask, strict=True) if m) == prompt

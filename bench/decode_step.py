@@ -1,0 +1,121 @@
+"""Where a decoding step's time goes on the embedded SmolLM2 (the agent's adapter merged, as generation runs it),
+against the machine's roofline measured in the same run.
+
+    python bench/decode_step.py [--models data/models] [--precision float32|bfloat16] [--rows 1 8 16 32 64]
+
+For each batch width: one forward pass of one new token per row over a KV cache of about 60 positions (a
+quarter of the rows left-padded, so attention takes a mask, as in generation), the median of `--steps`; then the
+same step's matmuls alone (every linear layer, the output layer included, on inputs of that width); the rest is
+attention, the KV cache, norms, rotary embeddings and Python. The roofline of a step is the longer of streaming
+every weight once (at the machine's measured weight-reading rate) and its FLOPs at the matmul GFLOP/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+
+import torch
+from generation_batching import matmul_gflops  # bench/ is the script's folder
+
+from genenv.models.generation import KeysInValueDtypeCache, _cache_argument
+from genenv.models.loading import EMBEDDED_MODEL, resolve_base_model
+from genenv.models.policy import LoraSettings, PolicyPair
+
+PROMPT = 48
+
+
+def weight_read_gbs(dtype: torch.dtype, megabytes: int = 256) -> float:
+    """Best GB/s of a one-row matmul over a weight far larger than the caches: how fast decoding can stream
+    weights here."""
+    weight = torch.randn(megabytes * 2**20 // (torch.finfo(dtype).bits // 8) // 4096, 4096).to(dtype)
+    row = torch.randn(1, 4096).to(dtype)
+    seconds = min(_seconds(lambda: torch.nn.functional.linear(row, weight)) for _ in range(5))
+    return weight.numel() * weight.element_size() / seconds / 1e9
+
+
+def _seconds(function) -> float:
+    started = time.perf_counter()
+    function()
+    return time.perf_counter() - started
+
+
+def median(values: list[float]) -> float:
+    return sorted(values)[len(values) // 2]
+
+
+def step_seconds(policy: PolicyPair, rows: int, steps: int) -> float:
+    """Median seconds of a decoding step of `rows` rows after a prompt of PROMPT positions."""
+    generator = torch.Generator().manual_seed(rows)
+    ids = torch.randint(100, 40_000, (rows, PROMPT), generator=generator)
+    mask = torch.ones(rows, PROMPT, dtype=torch.long)
+    mask[: rows // 4, :5] = 0
+    model = policy.model.get_base_model()
+    cache = {_cache_argument(policy.model): KeysInValueDtypeCache(config=model.config)}
+    logits = model(input_ids=ids, attention_mask=mask, logits_to_keep=1, **cache).logits
+    times = []
+    for _ in range(steps):
+        mask = torch.cat([mask, torch.ones(rows, 1, dtype=torch.long)], dim=1)
+        started = time.perf_counter()
+        logits = model(
+            input_ids=logits[:, -1].argmax(-1, keepdim=True),
+            attention_mask=mask,
+            logits_to_keep=1,
+            **cache,
+        ).logits
+        times.append(time.perf_counter() - started)
+    (kv_cache,) = cache.values()
+    if kv_cache.get_seq_length() != PROMPT + steps:
+        raise RuntimeError(f"the model did not extend the KV cache: {kv_cache.get_seq_length()} positions")
+    return median(times)
+
+
+def matmul_seconds(linears: list[torch.nn.Linear], rows: int, repeats: int = 5) -> float:
+    """Median seconds of one step's linear layers alone, each on a `rows`-row input of its weight's dtype."""
+    inputs = {m.in_features: torch.randn(rows, m.in_features) for m in linears}
+
+    def one_step() -> None:
+        for m in linears:
+            torch.nn.functional.linear(inputs[m.in_features].to(m.weight.dtype), m.weight)
+
+    one_step()
+    return median([_seconds(one_step) for _ in range(repeats)])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", type=Path, default=Path("data") / "models", help="model cache folder")
+    parser.add_argument("--precision", choices=("float32", "bfloat16"), default="bfloat16")
+    parser.add_argument("--rows", type=int, nargs="+", default=[1, 8, 16, 32, 64])
+    parser.add_argument("--steps", type=int, default=24)
+    args = parser.parse_args()
+
+    policy = PolicyPair.load(resolve_base_model(EMBEDDED_MODEL, args.models), LoraSettings(), precision=args.precision)
+    dtype = getattr(torch, args.precision)
+    gflops, gbs = matmul_gflops(dtype), weight_read_gbs(dtype)
+    with policy.merged("agent"), torch.inference_mode(), policy.autocast():
+        model = policy.model.get_base_model()
+        model.eval()
+        linears = [m for n, m in model.named_modules() if isinstance(m, torch.nn.Linear) and "lora_" not in n]
+        weight_bytes = sum(m.weight.numel() * m.weight.element_size() for m in linears)
+        flop_per_row = 2 * sum(m.weight.numel() for m in linears)
+        print(
+            f"torch threads {torch.get_num_threads()}, load average {os.getloadavg()[0]:.1f}, {args.precision}: "
+            f"matmul {gflops:.0f} GFLOP/s, weights read at {gbs:.1f} GB/s; "
+            f"{weight_bytes / 1e6:.0f} MB of linear weights, {flop_per_row / 1e9:.2f} GFLOP per row"
+        )
+        print("rows   step ms   tok/s  matmuls ms (GFLOP/s)  rest ms  roofline ms  step/roofline")
+        for rows in args.rows:
+            step, matmuls = step_seconds(policy, rows, args.steps), matmul_seconds(linears, rows)
+            roofline = max(weight_bytes / (gbs * 1e9), rows * flop_per_row / (gflops * 1e9))
+            print(
+                f"{rows:4d} {1e3 * step:9.1f} {rows / step:7.0f} {1e3 * matmuls:11.1f} "
+                f"({rows * flop_per_row / matmuls / 1e9:5.0f}) {1e3 * (step - matmuls):11.1f} "
+                f"{1e3 * roofline:12.1f} {step / roofline:11.1f}x"
+            )
+
+
+if __name__ == "__main__":
+    main()
