@@ -10,7 +10,8 @@ load; the ratios are the result):
 - the previous path (HEAD before the merge: the PEFT adapter applied on every token, batches of
   `--batch-size` rows), its tokens/s and whether its greedy tokens equal the new path's;
 - the new path: sequential and batched tok/s, their ratio, and batched tok/s as a share of the compute bound;
-  then the same share counting the prompt tokens too (short answers to long prompts: most FLOPs are prefill).
+  then the same share counting the prompt tokens it computes too (short answers to long prompts: most FLOPs are
+  prefill; the tokens a batch's prompts share are computed once).
 The agent's adapter gets small random B weights (seeded), so it changes the answers and the merge matters.
 """
 
@@ -24,7 +25,13 @@ from pathlib import Path
 
 import torch
 
-from genenv.models.generation import Completion, SamplingSettings, TransformersBackend, encode_prompt
+from genenv.models.generation import (
+    Completion,
+    SamplingSettings,
+    TransformersBackend,
+    encode_prompt,
+    shared_prefix_length,
+)
 from genenv.models.loading import EMBEDDED_MODEL, resolve_base_model
 from genenv.models.policy import LoraSettings, PolicyPair
 
@@ -61,6 +68,16 @@ def matmul_gflops(dtype: torch.dtype, seconds: float = 1.0, size: int = 1024) ->
             count += 1
         best = max(best, 2 * size**3 * count / (time.perf_counter() - started) / 1e9)
     return best
+
+
+def prefilled_tokens(prompts: list[list[int]], backend: TransformersBackend, max_new_tokens: int) -> int:
+    """Prompt tokens the batched path computes: per batch, the shared start once and each prompt's rest."""
+    total = 0
+    for indices in backend.batches(prompts, max_new_tokens):
+        distinct = list({tuple(prompts[i]) for i in indices})
+        shared = shared_prefix_length(distinct)
+        total += shared + sum(len(p) - shared for p in distinct)
+    return total
 
 
 def timed(function: Callable[[], list[Completion]]) -> tuple[list[Completion], float]:
@@ -163,11 +180,13 @@ def main() -> None:
         f"{100 * batched_speed / bound:.0f}% of the compute bound"
     )
     prompt_tokens = sum(len(c.prompt_ids) for c in batched)
+    computed = prefilled_tokens([list(c.prompt_ids) for c in batched], backend, args.max_new_tokens)
     generated = sum(len(c.completion_ids) for c in batched)
-    utilisation = batched_speed * (prompt_tokens + generated) / generated / bound
+    utilisation = batched_speed * (computed + generated) / generated / bound
     print(
-        f"the prompts are {prompt_tokens} tokens to the answers' {generated}: counting the prompt tokens each "
-        f"batch also computes, batched generation uses {100 * utilisation:.0f}% of the compute bound"
+        f"the prompts are {prompt_tokens} tokens ({computed} prefilled: shared tokens once per batch) to the "
+        f"answers' {generated}: counting the prompt tokens each batch computes, batched generation uses "
+        f"{100 * utilisation:.0f}% of the compute bound"
     )
 
 
