@@ -199,7 +199,7 @@ class TransformersBackend:
         `prefill_chunk`, at the positions `generate` gives them (each prompt from 0, padding at 0), so `generate`
         continues as if it had prefilled them itself. The chunking is done here, not by `generate`'s
         `prefill_chunk_size`: transformers 5.19 (vLLM's pin) chunks from position 0 and ignores a filled cache."""
-        positions = (attention.cumsum(-1) - 1).clamp(min=0)
+        positions = (attention.cumsum(-1) - 1).masked_fill(attention == 0, 0)
         chunk = self.prefill_chunk or max(input_ids.shape[1], 1)
         model = self.policy.model
         for begin in range(start, input_ids.shape[1], chunk):
