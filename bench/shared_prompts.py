@@ -26,46 +26,28 @@ from genenv.models.generation import (
     SamplingSettings,
     TransformersBackend,
     _cache_argument,
-    encode_prompt,
     padded,
-    stop_ids,
 )
 from genenv.models.loading import EMBEDDED_MODEL, resolve_base_model
 from genenv.models.policy import LoraSettings, PolicyPair
 
 
-def every_row_prefilled(backend: TransformersBackend, prompts: list[list[int]], sampling: SamplingSettings) -> list:
-    """The previous `_generate_batch`: each row's whole prompt prefilled by `generate`; ids up to the stop."""
-    policy = backend.policy
-    input_ids, attention = padded(prompts, policy.tokenizer.pad_token_id)
-    model = policy.model
-    kv_cache = KeysInValueDtypeCache(config=model.get_base_model().config)
-    with torch.inference_mode(), policy.autocast():
-        output = model.generate(
-            input_ids=input_ids,
-            attention_mask=attention,
-            generation_config=backend._config(sampling),
-            **{_cache_argument(model): kv_cache},
-        )
-    stops = stop_ids(policy)
-    rows = output[:, input_ids.shape[1] :].tolist()
-    return [row[: next((j + 1 for j, token in enumerate(row) if token in stops), len(row))] for row in rows]
+class EveryRowPrefilled(TransformersBackend):
+    """The backend before shared prompt tokens: each row's whole prompt left-padded and prefilled by `generate`."""
 
-
-def run(backend: TransformersBackend, prompts: list[list[int]], sampling: SamplingSettings, shared: bool) -> list:
-    """Token rows of every batch (as `TransformersBackend.generate` cuts and seeds them), in input order."""
-    rows: list = [None] * len(prompts)
-    with backend.policy.merged("agent"):
-        for index, batch in enumerate(backend.batches(prompts, sampling.max_new_tokens)):
-            torch.manual_seed(sampling.seed + index)
-            chosen = [prompts[i] for i in batch]
-            if shared:
-                outputs = [c.completion_ids for c in backend._generate_batch(chosen, sampling)]
-            else:
-                outputs = every_row_prefilled(backend, chosen, sampling)
-            for i, output in zip(batch, outputs, strict=True):
-                rows[i] = output
-    return rows
+    def _new_tokens(self, prompts: list[list[int]], sampling: SamplingSettings) -> list[list[int]]:
+        input_ids, attention = padded(prompts, self.policy.tokenizer.pad_token_id)
+        config = self._config(sampling)
+        config.prefill_chunk_size = self.prefill_chunk
+        model = self.policy.model
+        with torch.inference_mode(), self.policy.autocast():
+            output = model.generate(
+                input_ids=input_ids,
+                attention_mask=attention,
+                generation_config=config,
+                **{_cache_argument(model): KeysInValueDtypeCache(config=model.get_base_model().config)},
+            )
+        return output[:, input_ids.shape[1] :].tolist()
 
 
 def main() -> None:
@@ -80,19 +62,21 @@ def main() -> None:
 
     policy = PolicyPair.load(resolve_base_model(EMBEDDED_MODEL, args.models), LoraSettings(), precision=args.precision)
     domain = get_domain("tool_call")
-    tasks = domain.load_seeds()[: args.tasks]
-    prompts = [encode_prompt(policy.tokenizer, domain.agent_messages(t)) for t in tasks for _ in range(args.k)]
-    backend = TransformersBackend(policy, args.batch_size)
+    conversations = [domain.agent_messages(t) for t in domain.load_seeds()[: args.tasks] for _ in range(args.k)]
     sampled = SamplingSettings(max_new_tokens=48, temperature=0.7, top_p=0.9, seed=1)
     greedy = SamplingSettings(max_new_tokens=48, temperature=0)
-    ways = {"every row prefilled": False, "shared tokens once": True}
+    ways = {
+        "every row prefilled": EveryRowPrefilled(policy, args.batch_size),
+        "shared tokens once": TransformersBackend(policy, args.batch_size),
+    }
     seconds: dict[str, list[float]] = {name: [] for name in ways}
     for round_ in range(args.rounds):
         for name in list(ways)[:: -1 if round_ % 2 else 1]:
             started = time.perf_counter()
-            run(backend, prompts, sampled, ways[name])
+            ways[name].generate("agent", conversations, sampled)
             seconds[name].append(time.perf_counter() - started)
-    answers = {name: run(backend, prompts, greedy, shared) for name, shared in ways.items()}
+    answers = {name: backend.generate("agent", conversations, greedy) for name, backend in ways.items()}
+    prompts = [c.prompt_ids for c in answers["shared tokens once"]]
 
     print(
         f"torch threads {torch.get_num_threads()}, load average {os.getloadavg()[0]:.1f}, {args.precision}, "
@@ -102,7 +86,7 @@ def main() -> None:
     for name in ways:
         print(f"{name:<22} {min(seconds[name]):6.1f} s  (rounds: {', '.join(f'{s:.1f}' for s in seconds[name])})")
     before, after = (min(seconds[name]) for name in ways)
-    same = sum(a == b for a, b in zip(*answers.values(), strict=True))
+    same = sum(a.completion_ids == b.completion_ids for a, b in zip(*answers.values(), strict=True))
     print(f"shared tokens once: {before / after:.2f}x faster; identical greedy answers {same}/{len(prompts)}")
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Protocol
@@ -66,9 +66,7 @@ def encode_prompt(tokenizer, conversation: list[dict[str, str]]) -> list[int]:
     return tokenizer(text, add_special_tokens=False)["input_ids"]
 
 
-def padded(
-    prompts: list[list[int]] | list[tuple[int, ...]], pad_id: int, after: int = 0
-) -> tuple[torch.Tensor, torch.Tensor]:
+def padded(prompts: Sequence[Sequence[int]], pad_id: int, after: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     """(input ids, attention mask) of the prompts padded to the longest after their first `after` tokens (0: left
     padding), so every row ends where it generates and rows sharing `after` first tokens hold them in one place.
     Positions count only unmasked tokens, so where the padding sits changes nothing a row attends to."""
@@ -82,7 +80,7 @@ def padded(
     return input_ids, attention
 
 
-def shared_prefix_length(prompts: list[tuple[int, ...]]) -> int:
+def shared_prefix_length(prompts: Sequence[Sequence[int]]) -> int:
     """Tokens every prompt starts with (the system prompt, or a whole prompt repeated), leaving each prompt at
     least its last token for `generate` to run."""
     shortest = min(len(p) for p in prompts) - 1
@@ -104,7 +102,7 @@ class TransformersBackend:
 
     `batch_size` is the rows of a batch of the longest prompts; batches of shorter prompts take more rows.
     A batch prefills the tokens all its prompts start with once, and each distinct prompt once for the rows
-    that repeat it (`_generate_batch`).
+    that repeat it (`_new_tokens`).
     `prefill_chunk` splits the prompts' forward pass into chunks of that many positions (None: one pass).
     Padded prompts need an explicit attention mask, so one pass makes CPU attention compute the whole
     prompt-by-prompt square and hold every layer's intermediates for all prompt tokens at once; chunks attend
@@ -156,18 +154,30 @@ class TransformersBackend:
         return length_batches(lengths, budget, extra=max_new_tokens)
 
     def _generate_batch(self, prompts: list[list[int]], sampling: SamplingSettings) -> list[Completion]:
-        """One batch, prefilled without repeating work: the tokens every prompt starts with (the system prompt)
-        once for the batch, then the rest of each distinct prompt but its last token once for all the rows that
-        share it (a task's k rollouts, a seed's n variations); the KV cache's rows are repeated to match, and
-        `generate` runs each row's last prompt token and samples each row on its own. Rows are padded after the
-        shared tokens (`padded`), so those sit at the same positions in every row."""
         tokenizer = self.policy.tokenizer
+        stops = stop_ids(self.policy)
+        completions = []
+        for prompt, row in zip(prompts, self._new_tokens(prompts, sampling), strict=True):
+            end = next((j for j, token in enumerate(row) if token in stops), None)
+            # The stop token stays in the ids: GRPO must also reinforce (or discourage) stopping there.
+            ids = row if end is None else row[: end + 1]
+            text = tokenizer.decode(ids, skip_special_tokens=True).strip()
+            completions.append(Completion(text, list(prompt), ids, finished=end is not None))
+        return completions
+
+    def _new_tokens(self, prompts: list[list[int]], sampling: SamplingSettings) -> list[list[int]]:
+        """Each row's max_new_tokens generated tokens (padding after a stop), prefilled without repeating work:
+        the tokens every prompt starts with (the system prompt) once for the batch, then the rest of each distinct
+        prompt but its last token once for all the rows that share it (a task's k rollouts, a seed's n
+        variations); the KV cache's rows are repeated to match, and `generate` runs each row's last prompt token
+        and samples each row on its own. Rows are padded after the shared tokens (`padded`), so those sit at the
+        same positions in every row."""
         distinct: dict[tuple[int, ...], int] = {}
         row_of = torch.tensor([distinct.setdefault(tuple(p), len(distinct)) for p in prompts])
         shared = shared_prefix_length(list(distinct))
         device = self.policy.device
-        input_ids, attention = (t.to(device) for t in padded(list(distinct), tokenizer.pad_token_id, after=shared))
-        width = input_ids.shape[1]
+        input_ids, attention = padded(list(distinct), self.policy.tokenizer.pad_token_id, after=shared)
+        input_ids, attention, row_of = input_ids.to(device), attention.to(device), row_of.to(device)
         model = self.policy.model
         kv_cache = KeysInValueDtypeCache(config=model.get_base_model().config)
         with torch.inference_mode(), self.policy.autocast():
@@ -175,22 +185,14 @@ class TransformersBackend:
             if shared:
                 kv_cache.batch_select_indices(torch.zeros(len(distinct), dtype=torch.long, device=device))
             self._prefill(kv_cache, input_ids[:, :-1], attention[:, :-1], start=shared)
-            kv_cache.batch_select_indices(row_of.to(device))
+            kv_cache.batch_select_indices(row_of)
             output = model.generate(
                 input_ids=input_ids[row_of],
                 attention_mask=attention[row_of],
                 generation_config=self._config(sampling),
                 **{_cache_argument(model): kv_cache},
             )
-        stops = stop_ids(self.policy)
-        completions = []
-        for prompt, row in zip(prompts, output[:, width:].tolist(), strict=True):
-            end = next((j for j, token in enumerate(row) if token in stops), None)
-            # The stop token stays in the ids: GRPO must also reinforce (or discourage) stopping there.
-            ids = row if end is None else row[: end + 1]
-            text = tokenizer.decode(ids, skip_special_tokens=True).strip()
-            completions.append(Completion(text, list(prompt), ids, finished=end is not None))
-        return completions
+        return output[:, input_ids.shape[1] :].tolist()
 
     def _prefill(
         self, kv_cache: DynamicCache, input_ids: torch.Tensor, attention: torch.Tensor, start: int = 0
