@@ -53,7 +53,8 @@ def step_seconds(policy: PolicyPair, rows: int, steps: int) -> float:
     mask = torch.ones(rows, PROMPT, dtype=torch.long)
     mask[: rows // 4, :5] = 0
     model = policy.model.get_base_model()
-    cache = {_cache_argument(policy.model): KeysInValueDtypeCache(config=model.config)}
+    kv_cache = KeysInValueDtypeCache(config=model.config)
+    cache = {_cache_argument(policy.model): kv_cache}
     logits = model(input_ids=ids, attention_mask=mask, logits_to_keep=1, **cache).logits
     times = []
     for _ in range(steps):
@@ -66,7 +67,6 @@ def step_seconds(policy: PolicyPair, rows: int, steps: int) -> float:
             **cache,
         ).logits
         times.append(time.perf_counter() - started)
-    (kv_cache,) = cache.values()
     if kv_cache.get_seq_length() != PROMPT + steps:
         raise RuntimeError(f"the model did not extend the KV cache: {kv_cache.get_seq_length()} positions")
     return median(times)
