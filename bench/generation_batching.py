@@ -7,11 +7,12 @@ token-sized batches, against the compute bound of this machine measured in the s
 Prints, from one run of interleaved rounds, the best round of each (absolute speeds drift with the machine's
 load; the ratios are the result):
 - the machine's matmul GFLOP/s (at --precision, on the torch threads generation uses) and the model's FLOP per token;
-- the previous path (HEAD before the merge: the PEFT adapter applied on every token, batches of
-  `--batch-size` rows), its tokens/s and whether its greedy tokens equal the new path's;
-- the new path: sequential and batched tok/s, their ratio, and batched tok/s as a share of the compute bound;
-  then the same share counting the prompt tokens it computes too (short answers to long prompts: most FLOPs are
-  prefill; the tokens a batch's prompts share are computed once).
+- the path before the merge (the PEFT adapter applied on every token, the same decoding), its tokens/s and
+  whether its greedy tokens equal the merged path's;
+- the merged path: sequential and batched (`--batch-size` rows of the longest prompt, rows joining as others
+  finish) tok/s, their ratio, and batched tok/s as a share of the compute bound; then the same share counting
+  every token its forward passes compute (short answers to long prompts: most FLOPs are prefill; the tokens
+  the prompts share are computed once).
 The agent's adapter gets small random B weights (seeded), so it changes the answers and the merge matters.
 """
 
@@ -30,7 +31,6 @@ from genenv.models.generation import (
     SamplingSettings,
     TransformersBackend,
     encode_prompt,
-    shared_prefix_length,
 )
 from genenv.models.loading import EMBEDDED_MODEL, resolve_base_model
 from genenv.models.policy import LoraSettings, PolicyPair
@@ -70,14 +70,18 @@ def matmul_gflops(dtype: torch.dtype, seconds: float = 1.0, size: int = 1024) ->
     return best
 
 
-def prefilled_tokens(prompts: list[list[int]], backend: TransformersBackend, max_new_tokens: int) -> int:
-    """Prompt tokens the batched path computes: per batch, the shared start once and each prompt's rest."""
-    total = 0
-    for indices in backend.batches(prompts, max_new_tokens):
-        distinct = list({tuple(prompts[i]) for i in indices})
-        shared = shared_prefix_length(distinct)
-        total += shared + sum(len(p) - shared for p in distinct)
-    return total
+def forward_tokens(policy: PolicyPair, run: Callable[[], list[Completion]]) -> int:
+    """The tokens the model's forward passes compute in `run()`: the prompts' (shared tokens once), then one per
+    unfinished row and decoding step."""
+    counted = []
+    hook = policy.model.get_base_model().register_forward_pre_hook(
+        lambda module, args, kwargs: counted.append(kwargs["input_ids"].numel()), with_kwargs=True
+    )
+    try:
+        run()
+    finally:
+        hook.remove()
+    return sum(counted)
 
 
 def timed(function: Callable[[], list[Completion]]) -> tuple[list[Completion], float]:
@@ -90,19 +94,14 @@ def timed(function: Callable[[], list[Completion]]) -> tuple[list[Completion], f
 def previous_path(
     policy: PolicyPair, conversations: list[list[dict[str, str]]], sampling: SamplingSettings, rows: int
 ) -> list[Completion]:
-    """HEAD's generation, reimplemented: the PEFT adapter applied per token, length-sorted batches of `rows`."""
+    """Generation before the merge, reimplemented: the PEFT adapter applied per token (the same decoding)."""
     backend = TransformersBackend(policy, rows)
     prompts = [encode_prompt(policy.tokenizer, c) for c in conversations]
-    order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
-    results: list[Completion] = [None] * len(prompts)  # type: ignore[list-item]
     policy.activate("agent")
     policy.model.eval()
-    for start in range(0, len(order), rows):
-        indices = order[start : start + rows]
-        completions = backend._generate_batch([prompts[i] for i in indices], sampling)
-        for i, completion in zip(indices, completions, strict=True):
-            results[i] = completion
-    return results
+    with torch.inference_mode(), policy.autocast():
+        generated = backend._decode(prompts, sampling, progress=None)
+    return [Completion("", prompt, ids, finished=False) for prompt, ids in zip(prompts, generated, strict=True)]
 
 
 def main() -> None:
@@ -156,7 +155,7 @@ def main() -> None:
         return sum(x.completion_ids == y.completion_ids for x, y in zip(a, b[: len(a)], strict=True))
 
     same, same_single = identical(old, batched), identical(sequential, batched)
-    widths = [len(b) for b in backend.batches([list(c.prompt_ids) for c in batched], args.max_new_tokens)]
+    widest = max(len(b) for b in backend.batches([list(c.prompt_ids) for c in batched], args.max_new_tokens))
     print(
         f"torch threads {torch.get_num_threads()}, load average {os.getloadavg()[0]:.1f}, {args.precision}, "
         f"best of {args.rounds} interleaved rounds (tok/s per round: "
@@ -168,7 +167,7 @@ def main() -> None:
         f"-> bound {bound:.0f} tok/s"
     )
     print(f"example: {conversations[0][0]['content']!r} -> {batched[0].text!r}")
-    print(f"batches of {args.conversations} conversations (rows): {widths}")
+    print(f"{args.conversations} conversations, up to {widest} rows decoding at once")
     print(
         f"previous path (adapter per token, {args.batch_size}-row batches) {old_speed:.1f} tok/s; "
         f"greedy tokens identical to the merged path: {same}/{len(batched)}"
@@ -180,13 +179,13 @@ def main() -> None:
         f"{100 * batched_speed / bound:.0f}% of the compute bound"
     )
     prompt_tokens = sum(len(c.prompt_ids) for c in batched)
-    computed = prefilled_tokens([list(c.prompt_ids) for c in batched], backend, args.max_new_tokens)
     generated = sum(len(c.completion_ids) for c in batched)
-    utilisation = batched_speed * (computed + generated) / generated / bound
+    computed = forward_tokens(policy, runs["batched"])
+    prefilled = computed - (generated - len(batched))  # a row's first token comes with its prompt's prefill
     print(
-        f"the prompts are {prompt_tokens} tokens ({computed} prefilled: shared tokens once per batch) to the "
-        f"answers' {generated}: counting the prompt tokens each batch computes, batched generation uses "
-        f"{100 * utilisation:.0f}% of the compute bound"
+        f"the prompts are {prompt_tokens} tokens ({prefilled} prefilled: shared tokens once) to the answers' "
+        f"{generated}: counting the prompt tokens it computes, batched generation uses "
+        f"{100 * batched_speed * computed / generated / bound:.0f}% of the compute bound"
     )
 
 

@@ -47,9 +47,9 @@ def main() -> None:
     for round_ in range(args.rounds):
         for name in list(ways)[:: -1 if round_ % 2 else 1]:
             backend = TransformersBackend(policy, args.prompts, prefill_chunk=ways[name])
-            with policy.merged("agent"):
-                outputs, seconds, extra = measured(lambda b=backend: b._generate_batch(prompts, sampling))
-            answers[name] = [c.completion_ids for c in outputs]
+            with policy.merged("agent"), torch.inference_mode(), policy.autocast():
+                outputs, seconds, extra = measured(lambda b=backend: b._decode(prompts, sampling, progress=None))
+            answers[name] = outputs
             results[name].append((seconds, extra))
 
     print(f"torch threads {torch.get_num_threads()}, load average {os.getloadavg()[0]:.1f}, {args.precision}, ", end="")

@@ -1,6 +1,6 @@
 """Rollouts of the demo's shape on the embedded SmolLM2: k answers to each tool-call task, with every row's prompt
 prefilled (the previous way, reimplemented here) versus the tokens shared by rows prefilled once: the system
-prompt all prompts start with once per batch, and each distinct prompt once for its k rows.
+prompt all prompts start with once per call, and each distinct prompt once for its k rows.
 
     python bench/shared_prompts.py [--models data/models] [--tasks 16] [--k 4] [--precision bfloat16|float32]
 
@@ -21,33 +21,23 @@ from pathlib import Path
 import torch
 
 from genenv.domains.base import get_domain
-from genenv.models.generation import (
-    KeysInValueDtypeCache,
-    SamplingSettings,
-    TransformersBackend,
-    _cache_argument,
-    padded,
-)
+from genenv.models.generation import KeysInValueDtypeCache, SamplingSettings, TransformersBackend, padded
 from genenv.models.loading import EMBEDDED_MODEL, resolve_base_model
 from genenv.models.policy import LoraSettings, PolicyPair
 
 
 class EveryRowPrefilled(TransformersBackend):
-    """The backend before shared prompt tokens: each row's whole prompt left-padded and prefilled by `generate`."""
+    """The backend before shared prompt tokens: each row's whole prompt left-padded and prefilled."""
 
-    def _new_tokens(self, prompts: list[list[int]], sampling: SamplingSettings) -> list[list[int]]:
+    def _prefix(self, prompts: list[list[int]]) -> tuple[int, None]:
+        return 0, None
+
+    def _prefilled(
+        self, prefix: tuple[int, None], prompts: list[list[int]]
+    ) -> tuple[KeysInValueDtypeCache, torch.Tensor, torch.Tensor]:
         input_ids, attention = padded(prompts, self.policy.tokenizer.pad_token_id)
-        config = self._config(sampling)
-        config.prefill_chunk_size = self.prefill_chunk
-        model = self.policy.model
-        with torch.inference_mode(), self.policy.autocast():
-            output = model.generate(
-                input_ids=input_ids,
-                attention_mask=attention,
-                generation_config=config,
-                **{_cache_argument(model): KeysInValueDtypeCache(config=model.get_base_model().config)},
-            )
-        return output[:, input_ids.shape[1] :].tolist()
+        kv_cache = KeysInValueDtypeCache()
+        return kv_cache, attention, self._prefill(kv_cache, input_ids, attention)
 
 
 def main() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -10,8 +11,9 @@ from typing import Protocol
 
 import torch
 from peft import PeftModel
-from transformers import DynamicCache, GenerationConfig
+from transformers import DynamicCache
 
+from genenv.models.decoding import DecodingRows, cache_layers, next_tokens
 from genenv.models.memory import return_freed_memory
 from genenv.models.policy import PolicyPair, length_batches
 from genenv.registry import Registry
@@ -97,17 +99,21 @@ def stop_ids(policy: PolicyPair) -> set[int]:
 
 @register_backend("transformers")
 class TransformersBackend:
-    """`model.generate` over length-sorted, left-padded batches sized by tokens, with the role's adapter merged
-    into a working copy of the weights it touches for the whole call (`PolicyPair.merged`).
+    """Continuous batching over the model's forward pass, with the role's adapter merged into a working copy of
+    the weights it touches for the whole call (`PolicyPair.merged`).
 
-    `batch_size` is the rows of a batch of the longest prompts; batches of shorter prompts take more rows.
-    A batch prefills the tokens all its prompts start with once, and each distinct prompt once for the rows
-    that repeat it (`_new_tokens`).
-    `prefill_chunk` splits the prompts' forward pass into chunks of that many positions (None: one pass).
-    Padded prompts need an explicit attention mask, so one pass makes CPU attention compute the whole
-    prompt-by-prompt square and hold every layer's intermediates for all prompt tokens at once; chunks attend
-    only to the positions before them. On 16 prompts of 900-1,200 tokens that took 1.3x (fp32) to 1.5x (bf16)
-    less time and a third less extra memory, with the same greedy tokens in fp32.
+    Prompts join in length order (`batches`), as many at a time as fit `batch_size` rows of the longest prompt in
+    tokens; a row leaves as soon as it stops, and queued prompts take its room once a quarter of the room is free
+    (`_admissible`), so no row waits on the longest answer of its batch. Joining rows prefill without repeating
+    work (`_prefill_group`): the tokens every prompt of the call starts with (the system prompt) are computed once
+    per call, and each distinct prompt once for all the rows that repeat it (a task's k rollouts, a seed's n
+    variations). Each row samples from its own random stream, seeded by the call's seed and its place in the
+    call, so its tokens do not depend on which rows decode beside it; greedy rows take the argmax.
+    `prefill_chunk` splits a prefill into chunks of that many positions (None: one pass). Padded prompts need an
+    explicit attention mask, so one pass makes CPU attention compute the whole prompt-by-prompt square and hold
+    every layer's intermediates for all prompt tokens at once; chunks attend only to the positions before them.
+    On 16 prompts of 900-1,200 tokens that took 1.3x (fp32) to 1.5x (bf16) less time and a third less extra
+    memory, with the same greedy tokens in fp32.
     Each call ends by handing the C heap's free pages back: its KV caches are gone, and glibc would otherwise
     hold their pages under the next stage (the demo rests at 1.3 GB between stages instead of 2.0 GB).
     """
@@ -124,40 +130,21 @@ class TransformersBackend:
         sampling: SamplingSettings,
         progress: Callable[[int], None] | None = None,
     ) -> list[Completion]:
-        """Return one completion per conversation, in input order. `progress(n)` gets each batch's size."""
+        """Return one completion per conversation, in input order. `progress(n)` gets the rows each step ends."""
         tokenizer = self.policy.tokenizer
         prompts = [encode_prompt(tokenizer, conversation) for conversation in conversations]
-        results: list[Completion | None] = [None] * len(prompts)
         model = self.policy.model
         was_training = model.training
         model.eval()
         try:
-            with self.policy.merged(role):
-                for batch_index, indices in enumerate(self.batches(prompts, sampling.max_new_tokens)):
-                    torch.manual_seed(sampling.seed + batch_index)
-                    outputs = self._generate_batch([prompts[i] for i in indices], sampling)
-                    for i, completion in zip(indices, outputs, strict=True):
-                        results[i] = completion
-                    if progress is not None:
-                        progress(len(indices))
+            with self.policy.merged(role), torch.inference_mode(), self.policy.autocast():
+                generated = self._decode(prompts, sampling, progress)
         finally:
             model.train(was_training)
             return_freed_memory()
-        return results
-
-    def batches(self, prompts: list[list[int]], max_new_tokens: int) -> list[list[int]]:
-        """Indices of `prompts` in length-sorted batches within the tokens of `batch_size` rows of the longest
-        prompt (counting the tokens to generate): never more batches, so never more decoding steps, than rows
-        alone would give, and shorter prompts fill wider batches at the same memory."""
-        lengths = [len(p) for p in prompts]
-        budget = self.batch_size * (max(lengths, default=0) + max_new_tokens)
-        return length_batches(lengths, budget, extra=max_new_tokens)
-
-    def _generate_batch(self, prompts: list[list[int]], sampling: SamplingSettings) -> list[Completion]:
-        tokenizer = self.policy.tokenizer
         stops = stop_ids(self.policy)
         completions = []
-        for prompt, row in zip(prompts, self._new_tokens(prompts, sampling), strict=True):
+        for prompt, row in zip(prompts, generated, strict=True):
             end = next((j for j, token in enumerate(row) if token in stops), None)
             # The stop token stays in the ids: GRPO must also reinforce (or discourage) stopping there.
             ids = row if end is None else row[: end + 1]
@@ -165,70 +152,166 @@ class TransformersBackend:
             completions.append(Completion(text, list(prompt), ids, finished=end is not None))
         return completions
 
-    def _new_tokens(self, prompts: list[list[int]], sampling: SamplingSettings) -> list[list[int]]:
-        """Each row's max_new_tokens generated tokens (padding after a stop), prefilled without repeating work:
-        the tokens every prompt starts with (the system prompt) once for the batch, then the rest of each distinct
-        prompt but its last token once for all the rows that share it (a task's k rollouts, a seed's n
-        variations); the KV cache's rows are repeated to match, and `generate` runs each row's last prompt token
-        and samples each row on its own. Rows are padded after the shared tokens (`padded`), so those sit at the
-        same positions in every row."""
+    def batches(self, prompts: list[list[int]], max_new_tokens: int) -> list[list[int]]:
+        """Indices of `prompts` in length-sorted batches within the tokens of `batch_size` rows of the longest
+        prompt (counting the tokens to generate): never more batches, so never more decoding steps, than rows
+        alone would give, and shorter prompts fill wider batches at the same memory."""
+        lengths = [len(p) for p in prompts]
+        return length_batches(lengths, self._budget(lengths, max_new_tokens), extra=max_new_tokens)
+
+    def _budget(self, lengths: Sequence[int], max_new_tokens: int) -> int:
+        return self.batch_size * (max(lengths, default=0) + max_new_tokens)
+
+    def _decode(
+        self, prompts: list[list[int]], sampling: SamplingSettings, progress: Callable[[int], None] | None
+    ) -> list[list[int]]:
+        """Each prompt's generated tokens, up to and including a stop token or `max_new_tokens` of them."""
+        queue = deque(i for batch in self.batches(prompts, sampling.max_new_tokens) for i in batch)
+        budget = self._budget([len(p) for p in prompts], sampling.max_new_tokens)
+        generators = row_generators(sampling.seed, len(prompts), self.policy.device)
+        prefix = self._prefix(prompts)
+        stops = stop_ids(self.policy)
+        results: list[list[int]] = [[] for _ in prompts]
+        rows: DecodingRows | None = None
+        while queue or rows is not None:
+            joining = self._admissible(rows, [len(prompts[i]) for i in queue], budget, sampling.max_new_tokens)
+            if joining:
+                group = [queue.popleft() for _ in range(joining)]
+                new = self._prefill_group(prefix, [prompts[i] for i in group], group, generators, sampling)
+                if rows is None:
+                    rows = new
+                else:
+                    rows.regroup(rows.running(), new)
+            else:
+                rows.append(self._step(rows, sampling))
+            ended = [i for i in rows.running() if self._ends(rows.tokens[i], stops, sampling.max_new_tokens)]
+            for i in ended:
+                rows.ended[i] = True
+                results[rows.indices[i]] = list(rows.tokens[i])
+            if ended and progress is not None:
+                progress(len(ended))
+            running = rows.running()
+            if not running:
+                rows = None
+            elif self._compacts(rows):
+                rows.regroup(running)
+        return results
+
+    def _admissible(self, rows: DecodingRows | None, queued: list[int], budget: int, max_new_tokens: int) -> int:
+        """How many queued prompts (of these lengths, in queue order) join now: as many as fit the budget with the
+        running rows, counted like `batches`, once that is a quarter of the room or the whole queue (a prefill
+        of a few rows costs about as much as many decoding steps); at least one when nothing runs."""
+        running = 0 if rows is None else len(rows.running())
+        fit = 0
+        while fit < len(queued) and (running + fit + 1) * (queued[fit] + max_new_tokens) <= budget:
+            fit += 1
+        if running == 0:
+            return max(fit, min(len(queued), 1))
+        room = budget // (queued[0] + max_new_tokens) if queued else 0
+        return fit if fit == len(queued) or 4 * fit >= room else 0
+
+    @staticmethod
+    def _ends(tokens: list[int], stops: set[int], max_new_tokens: int) -> bool:
+        return tokens[-1] in stops or len(tokens) >= max_new_tokens
+
+    def _compacts(self, rows: DecodingRows) -> bool:
+        """Whether to drop the ended rows now: once they are half the rows, as a step computes them too."""
+        return 2 * (len(rows.ended) - len(rows.running())) >= len(rows.ended)
+
+    def _prefix(self, prompts: list[list[int]]) -> tuple[int, DynamicCache | None]:
+        """The number of tokens every prompt of the call starts with, and their KV cache (one row), computed
+        once for the whole call."""
+        shared = shared_prefix_length(list({tuple(p) for p in prompts}))
+        if not shared:
+            return 0, None
+        kv_cache = KeysInValueDtypeCache()
+        ids = torch.tensor([prompts[0][:shared]], device=self.policy.device)
+        self._prefill(kv_cache, ids, torch.ones_like(ids))
+        return shared, kv_cache
+
+    def _prefill_group(
+        self,
+        prefix: tuple[int, DynamicCache | None],
+        prompts: list[list[int]],
+        indices: list[int],
+        generators: list[torch.Generator],
+        sampling: SamplingSettings,
+    ) -> DecodingRows:
+        """Joining rows (the prompts at `indices`) with their prompts in a cache and their first token sampled."""
+        kv_cache, attention, logits = self._prefilled(prefix, prompts)
+        chosen = [generators[i] for i in indices]
+        rows = DecodingRows(kv_cache, attention, list(indices), [[] for _ in indices], chosen)
+        rows.append(self._sample(logits, chosen, sampling))
+        return rows
+
+    def _prefilled(
+        self, prefix: tuple[int, DynamicCache | None], prompts: list[list[int]]
+    ) -> tuple[DynamicCache, torch.Tensor, torch.Tensor]:
+        """(KV cache, attention mask, last logits) of each prompt without repeating work: the call's shared
+        tokens copied from `prefix`, then the rest of each distinct prompt prefilled once, padded after the
+        shared tokens (`padded`) so those sit at the same columns in every row; the cache's rows are then
+        repeated for the prompts that are the same."""
+        shared, prefix_cache = prefix
         distinct: dict[tuple[int, ...], int] = {}
-        row_of = torch.tensor([distinct.setdefault(tuple(p), len(distinct)) for p in prompts])
-        shared = shared_prefix_length(list(distinct))
+        row_of = [distinct.setdefault(tuple(p), len(distinct)) for p in prompts]
         device = self.policy.device
         input_ids, attention = padded(list(distinct), self.policy.tokenizer.pad_token_id, after=shared)
-        input_ids, attention, row_of = input_ids.to(device), attention.to(device), row_of.to(device)
+        input_ids, attention = input_ids.to(device), attention.to(device)
+        kv_cache = KeysInValueDtypeCache()
+        for index, (keys, values) in enumerate(cache_layers(prefix_cache) if prefix_cache is not None else []):
+            kv_cache.update(keys.expand(len(distinct), -1, -1, -1), values.expand(len(distinct), -1, -1, -1), index)
+        logits = self._prefill(kv_cache, input_ids, attention, start=shared)
+        select = torch.tensor(row_of, device=device)
+        kv_cache.batch_select_indices(select)
+        return kv_cache, attention[select], logits[select]
+
+    def _sample(
+        self, logits: torch.Tensor, generators: list[torch.Generator], sampling: SamplingSettings
+    ) -> torch.Tensor:
+        """Each row's next token from its last logits (`next_tokens`)."""
+        return next_tokens(logits, generators, sampling.temperature, sampling.top_p)
+
+    def _step(self, rows: DecodingRows, sampling: SamplingSettings) -> torch.Tensor:
+        """One decoding step: every row's last token through the model, the next token sampled per row."""
         model = self.policy.model
-        kv_cache = KeysInValueDtypeCache(config=model.get_base_model().config)
-        with torch.inference_mode(), self.policy.autocast():
-            self._prefill(kv_cache, input_ids[:1, :shared], attention[:1, :shared])
-            if shared:
-                kv_cache.batch_select_indices(torch.zeros(len(distinct), dtype=torch.long, device=device))
-            self._prefill(kv_cache, input_ids[:, :-1], attention[:, :-1], start=shared)
-            kv_cache.batch_select_indices(row_of)
-            output = model.generate(
-                input_ids=input_ids[row_of],
-                attention_mask=attention[row_of],
-                generation_config=self._config(sampling),
-                **{_cache_argument(model): kv_cache},
-            )
-        return output[:, input_ids.shape[1] :].tolist()
+        positions = rows.positions()
+        rows.attention = torch.cat([rows.attention, torch.ones_like(positions)], dim=-1)
+        logits = model(
+            input_ids=rows.last_tokens(),
+            attention_mask=rows.attention,
+            position_ids=positions,
+            logits_to_keep=1,
+            use_cache=True,
+            **{_cache_argument(model): rows.cache},
+        ).logits[:, -1]
+        return self._sample(logits, rows.generators, sampling)
 
     def _prefill(
         self, kv_cache: DynamicCache, input_ids: torch.Tensor, attention: torch.Tensor, start: int = 0
-    ) -> None:
+    ) -> torch.Tensor:
         """Extend `kv_cache` (holding columns up to `start`) with the rest of these columns, in chunks of
-        `prefill_chunk`, at the positions `generate` gives them (each prompt from 0, padding at 0), so `generate`
-        continues as if it had prefilled them itself. The chunking is done here, not by `generate`'s
-        `prefill_chunk_size`: transformers 5.19 (vLLM's pin) chunks from position 0 and ignores a filled cache."""
+        `prefill_chunk`, each prompt's positions counting only its own tokens (padding at 0); return the logits
+        after the last column."""
         positions = (attention.cumsum(-1) - 1).masked_fill(attention == 0, 0)
         chunk = self.prefill_chunk or max(input_ids.shape[1], 1)
         model = self.policy.model
         for begin in range(start, input_ids.shape[1], chunk):
             end = begin + chunk
-            model(
+            logits = model(
                 input_ids=input_ids[:, begin:end],
                 attention_mask=attention[:, :end],
                 position_ids=positions[:, begin:end],
                 logits_to_keep=1,
                 use_cache=True,
                 **{_cache_argument(model): kv_cache},
-            )
+            ).logits
+        return logits[:, -1]
 
-    def _config(self, sampling: SamplingSettings) -> GenerationConfig:
-        """Every knob explicit, so the checkpoint's generation_config (top_k 50, penalties) cannot leak in."""
-        tokenizer = self.policy.tokenizer
-        greedy = sampling.temperature <= 0
-        return GenerationConfig(
-            max_new_tokens=sampling.max_new_tokens,
-            do_sample=not greedy,
-            temperature=None if greedy else sampling.temperature,
-            top_p=None if greedy else sampling.top_p,
-            top_k=None if greedy else 0,
-            repetition_penalty=1.0,
-            eos_token_id=sorted(stop_ids(self.policy)),
-            pad_token_id=tokenizer.pad_token_id,
-        )
+
+def row_generators(seed: int, rows: int, device: torch.device | str) -> list[torch.Generator]:
+    """One random stream per row of a call, from `seed`: a row draws the same tokens whatever its batch."""
+    seeds = torch.randint(2**62, (rows,), generator=torch.Generator().manual_seed(seed)).tolist()
+    return [torch.Generator(device=device).manual_seed(s) for s in seeds]
 
 
 class KeysInValueDtypeCache(DynamicCache):

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from unittest import mock
 
 import torch
@@ -24,6 +26,19 @@ GREEDY = SamplingSettings(max_new_tokens=10, temperature=0)
 
 def ids(completions) -> list[list[int]]:
     return [c.completion_ids for c in completions]
+
+
+@contextmanager
+def forward_shapes(policy: PolicyPair) -> Iterator[list[tuple[int, int]]]:
+    """The (rows, columns) of the input ids of each forward pass of the model inside the block."""
+    shapes: list[tuple[int, int]] = []
+    hook = policy.model.get_base_model().register_forward_pre_hook(
+        lambda module, args, kwargs: shapes.append(tuple(kwargs["input_ids"].shape)), with_kwargs=True
+    )
+    try:
+        yield shapes
+    finally:
+        hook.remove()
 
 
 def test_transformers_backend_is_registered(policy: PolicyPair) -> None:
@@ -57,15 +72,35 @@ def test_sampling_is_deterministic_per_seed(policy: PolicyPair) -> None:
     assert ids(backend.generate("agent", CONVERSATIONS, sampling)) == ids(first)
     other = SamplingSettings(max_new_tokens=8, temperature=1.0, top_p=0.9, seed=8)
     assert ids(backend.generate("agent", CONVERSATIONS, other)) != ids(first)
+    narrow = TransformersBackend(policy, batch_size=1)
+    assert ids(narrow.generate("agent", CONVERSATIONS, sampling)) == ids(first), "a row's draws ignore its batch"
 
 
-def test_progress_counts_each_batch(policy: PolicyPair) -> None:
+def test_progress_counts_rows_as_they_end(policy: PolicyPair) -> None:
     seen: list[int] = []
-    backend = TransformersBackend(policy, batch_size=3)
-    backend.generate("agent", CONVERSATIONS, GREEDY, progress=seen.append)
+    TransformersBackend(policy, batch_size=3).generate("agent", CONVERSATIONS, GREEDY, progress=seen.append)
+    assert sum(seen) == len(CONVERSATIONS) and len(seen) > 1 and min(seen) > 0
+
+
+def test_rows_join_as_others_end_and_answer_as_they_would_alone(policy: PolicyPair) -> None:
+    """With stop tokens that end rows after different numbers of steps, queued prompts join the running rows
+    (a prefill after decoding steps), fewer rows are decoded than whole batches would decode, and every greedy
+    answer is the one its prompt gets alone."""
+    unstopped = ids(TransformersBackend(policy).generate("agent", CONVERSATIONS, GREEDY))
+    policy.model.generation_config.eos_token_id = [row[2 + i % 5] for i, row in enumerate(unstopped[:4])]
+    backend = TransformersBackend(policy, batch_size=2)
+    with forward_shapes(policy) as shapes:
+        batched = backend.generate("agent", CONVERSATIONS, GREEDY)
+    lengths = [len(c) for c in ids(batched)]
+    assert len(set(lengths)) >= 3 and any(c.finished for c in batched), lengths
+    first_step = next(i for i, (_, width) in enumerate(shapes) if width == 1)
+    assert any(width > 1 for _, width in shapes[first_step:]), f"no prompt joined running rows: {shapes}"
     prompts = [encode_prompt(policy.tokenizer, c) for c in CONVERSATIONS]
-    assert seen == [len(b) for b in backend.batches(prompts, GREEDY.max_new_tokens)]
-    assert sum(seen) == len(CONVERSATIONS) and len(seen) > 1
+    whole_batches = sum(len(b) * (max(lengths[i] for i in b) - 1) for b in backend.batches(prompts, 10))
+    assert sum(rows for rows, width in shapes if width == 1) < whole_batches, "rows wait on no batch's longest"
+    alone = [backend.generate("agent", [c], GREEDY)[0] for c in CONVERSATIONS]
+    assert ids(batched) == ids(alone)
+    assert [c.finished for c in batched] == [c.finished for c in alone]
 
 
 def test_batches_never_outnumber_row_batches_and_widen_for_short_prompts() -> None:
@@ -92,14 +127,12 @@ def test_merged_greedy_equals_the_unmerged_adapter_token_for_token(policy: Polic
     assert unchanged(snapshot(policy, None), base) and unchanged(snapshot(policy, "agent"), adapter)
     policy.activate("agent")
     policy.model.eval()
-    unmerged = [None] * len(prompts)
-    for indices in backend.batches(prompts, GREEDY.max_new_tokens):
-        for i, completion in zip(indices, backend._generate_batch([prompts[i] for i in indices], GREEDY), strict=True):
-            unmerged[i] = completion
-    assert ids(merged) == ids(unmerged)
-    with policy.model.disable_adapter():
-        plain = backend._generate_batch(prompts, GREEDY)
-    assert ids(plain) != ids(merged), "the adapter must change the answers for this check to mean anything"
+    with torch.inference_mode():  # the backend's decoding, on the model as it is: the adapter applied per token
+        unmerged = backend._decode(prompts, GREEDY, progress=None)
+        with policy.model.disable_adapter():
+            plain = backend._decode(prompts, GREEDY, progress=None)
+    assert ids(merged) == unmerged
+    assert plain != ids(merged), "the adapter must change the answers for this check to mean anything"
 
 
 def test_uses_the_role_adapter_and_restores_the_mode(policy: PolicyPair) -> None:
@@ -145,36 +178,26 @@ def test_chunked_prefill_changes_no_greedy_token(policy: PolicyPair) -> None:
     lengths = [len(encode_prompt(policy.tokenizer, c)) for c in long_conversations]
     assert min(lengths) > 3 * chunked.prefill_chunk and len(set(lengths)) == 3
     whole = TransformersBackend(policy, batch_size=3, prefill_chunk=None).generate("agent", long_conversations, GREEDY)
-    widths: list[int] = []
-    hook = policy.model.get_base_model().register_forward_pre_hook(
-        lambda module, args, kwargs: widths.append(kwargs["input_ids"].shape[1]), with_kwargs=True
-    )
-    try:
+    with forward_shapes(policy) as shapes:
         assert ids(chunked.generate("agent", long_conversations, GREEDY)) == ids(whole)
-    finally:
-        hook.remove()
+    widths = [width for _, width in shapes]
     assert max(widths) == chunked.prefill_chunk and widths.count(chunked.prefill_chunk) >= 3, widths
 
 
 def test_shared_tokens_are_prefilled_once_and_rows_sampled_apart(policy: PolicyPair) -> None:
     """A task's k rollouts share one prompt, and all prompts share the chat template's start: the common start is
-    computed once, the rest of each distinct prompt once for its k rows, the greedy answer is the one each prompt
-    gets alone, and sampled rows still draw their own tokens."""
+    computed once, the rest of each distinct prompt once for its k rows (its last token too: its logits give all
+    k rows their first token), the greedy answer is the one each prompt gets alone, and sampled rows still draw
+    their own tokens."""
     repeated = [c for c in CONVERSATIONS[:3] for _ in range(4)]
     prompts = [encode_prompt(policy.tokenizer, c) for c in CONVERSATIONS[:3]]
     shared = len(os.path.commonprefix(prompts))
     assert shared > 5
     backend = TransformersBackend(policy, batch_size=len(repeated))
-    shapes: list[tuple[int, int]] = []
-    hook = policy.model.get_base_model().register_forward_pre_hook(
-        lambda module, args, kwargs: shapes.append(tuple(kwargs["input_ids"].shape)), with_kwargs=True
-    )
-    try:
+    with forward_shapes(policy) as shapes:
         greedy = backend.generate("agent", repeated, GREEDY)
-    finally:
-        hook.remove()
     longest = max(map(len, prompts))
-    assert shapes[:3] == [(1, shared), (3, longest - shared - 1), (len(repeated), 1)], shapes
+    assert shapes[:3] == [(1, shared), (3, longest - shared), (len(repeated), 1)], shapes
     alone = [backend.generate("agent", [c], GREEDY)[0] for c in CONVERSATIONS[:3]]
     assert ids(greedy) == [c.completion_ids for c in alone for _ in range(4)]
 
