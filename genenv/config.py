@@ -51,7 +51,11 @@ class GenEnvConfig:
     precision: str = _f(
         "float32", "Compute precision of forward passes: float32, or bfloat16 (about 2x faster on recent CPUs)."
     )
-    generation_batch_size: int = _f(16, "Conversations per forward pass when generating.")
+    generation_batch_size: int = _f(
+        16,
+        "Rows decoding at once, counted as rows of the longest prompt (shorter prompts fit more); finished rows "
+        "make room for queued conversations.",
+    )
     lora_r: int = _f(8, "LoRA rank of both adapters.")
     lora_alpha: int = _f(16, "LoRA alpha of both adapters.")
     # --- domain and seeds ---

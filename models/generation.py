@@ -103,12 +103,14 @@ class TransformersBackend:
     the weights it touches for the whole call (`PolicyPair.merged`).
 
     Prompts join in length order (`batches`), as many at a time as fit `batch_size` rows of the longest prompt in
-    tokens; a row leaves as soon as it stops, and queued prompts take its room once a quarter of the room is free
-    (`_admissible`), so no row waits on the longest answer of its batch. Joining rows prefill without repeating
-    work (`_prefill_group`): the tokens every prompt of the call starts with (the system prompt) are computed once
-    per call, and each distinct prompt once for all the rows that repeat it (a task's k rollouts, a seed's n
-    variations). Each row samples from its own random stream, seeded by the call's seed and its place in the
-    call, so its tokens do not depend on which rows decode beside it; greedy rows take the argmax.
+    tokens; a row's answer is done as soon as it stops, and queued prompts take its room once a quarter of the
+    room is free (`_admissible`), so no answer waits on the longest one of its batch (ended rows leave the cache
+    when rows join, or once they are half of it: moving the cache costs more than computing a few idle rows).
+    Joining rows prefill without repeating work (`_prefilled`): the tokens every prompt of the call starts with
+    (the system prompt) are computed once per call, and each distinct prompt once for all the rows that repeat
+    it (a task's k rollouts, a seed's n variations). Each row samples from its own random stream, seeded by the
+    call's seed and its place in the call, so its tokens do not depend on which rows decode beside it; greedy
+    rows take the argmax.
     `prefill_chunk` splits a prefill into chunks of that many positions (None: one pass). Padded prompts need an
     explicit attention mask, so one pass makes CPU attention compute the whole prompt-by-prompt square and hold
     every layer's intermediates for all prompt tokens at once; chunks attend only to the positions before them.
@@ -166,6 +168,8 @@ class TransformersBackend:
         self, prompts: list[list[int]], sampling: SamplingSettings, progress: Callable[[int], None] | None
     ) -> list[list[int]]:
         """Each prompt's generated tokens, up to and including a stop token or `max_new_tokens` of them."""
+        if not prompts:
+            return []
         queue = deque(i for batch in self.batches(prompts, sampling.max_new_tokens) for i in batch)
         budget = self._budget([len(p) for p in prompts], sampling.max_new_tokens)
         generators = row_generators(sampling.seed, len(prompts), self.policy.device)

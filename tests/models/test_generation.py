@@ -78,8 +78,10 @@ def test_sampling_is_deterministic_per_seed(policy: PolicyPair) -> None:
 
 def test_progress_counts_rows_as_they_end(policy: PolicyPair) -> None:
     seen: list[int] = []
-    TransformersBackend(policy, batch_size=3).generate("agent", CONVERSATIONS, GREEDY, progress=seen.append)
+    backend = TransformersBackend(policy, batch_size=3)
+    backend.generate("agent", CONVERSATIONS, GREEDY, progress=seen.append)
     assert sum(seen) == len(CONVERSATIONS) and len(seen) > 1 and min(seen) > 0
+    assert backend.generate("agent", [], GREEDY, progress=seen.append) == []
 
 
 def test_rows_join_as_others_end_and_answer_as_they_would_alone(policy: PolicyPair) -> None:
