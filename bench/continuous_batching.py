@@ -96,8 +96,8 @@ def main() -> None:
             best = min(seconds[name])
             rounds = ", ".join(f"{s:.1f}" for s in seconds[name])
             print(f"  {name:<28} {best:6.1f} s  {tokens / best:5.0f} tok/s  (rounds: {rounds})")
-        first, *_, last = (min(seconds[name]) for name in ways)
-        line = f"  rows joining: {first / last:.2f}x the previous way"
+        previous, whole, joining = (min(seconds[name]) for name in ways)
+        line = f"  now {previous / joining:.2f}x the previous way; rows joining alone {whole / joining:.2f}x"
         if sampling.temperature <= 0:
             same = sum(
                 a.completion_ids == b.completion_ids
