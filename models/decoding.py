@@ -114,8 +114,9 @@ def next_tokens(
 
 
 def _drawn(ranked: torch.Tensor, tokens: torch.Tensor, top_p: float, uniform: torch.Tensor) -> torch.Tensor:
-    """Per row, the token drawn at `uniform` from the nucleus of `ranked` probabilities (descending, of `tokens`):
-    the tokens whose likelier tokens hold less than top_p of the mass, as `generate`'s TopPLogitsWarper keeps."""
+    """Per row, the token drawn at `uniform` from the nucleus of `ranked` probabilities (of `tokens`, descending
+    when top_p < 1): the tokens whose likelier tokens hold less than top_p of the mass, as `generate`'s
+    TopPLogitsWarper keeps them; all tokens at top_p 1."""
     if top_p < 1.0:
         ranked = ranked.masked_fill(ranked.cumsum(-1) - ranked >= top_p, 0.0)
     cumulative = ranked.cumsum(-1)
