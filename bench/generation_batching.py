@@ -11,8 +11,8 @@ load; the ratios are the result):
   whether its greedy tokens equal the merged path's;
 - the merged path: sequential and batched (`--batch-size` rows of the longest prompt, rows joining as others
   finish) tok/s, their ratio, and batched tok/s as a share of the compute bound; then the same share counting
-  every token its forward passes compute (short answers to long prompts: most FLOPs are prefill; the tokens
-  the prompts share are computed once).
+  the prompt tokens it prefills too (short answers to long prompts: most FLOPs are prefill; the tokens the
+  prompts share are computed once), but not the steps of rows that have ended and wait to leave the cache.
 The agent's adapter gets small random B weights (seeded), so it changes the answers and the merge matters.
 """
 
@@ -70,18 +70,18 @@ def matmul_gflops(dtype: torch.dtype, seconds: float = 1.0, size: int = 1024) ->
     return best
 
 
-def forward_tokens(policy: PolicyPair, run: Callable[[], list[Completion]]) -> int:
-    """The tokens the model's forward passes compute in `run()`: the prompts' (shared tokens once), then one per
-    unfinished row and decoding step."""
+def prefilled_tokens(policy: PolicyPair, run: Callable[[], list[Completion]]) -> int:
+    """The prompt tokens the model's forward passes compute in `run()` (shared tokens once): those of its passes
+    over more than one position, as a decoding step takes one per row."""
     counted = []
     hook = policy.model.get_base_model().register_forward_pre_hook(
-        lambda module, args, kwargs: counted.append(kwargs["input_ids"].numel()), with_kwargs=True
+        lambda module, args, kwargs: counted.append(kwargs["input_ids"].shape), with_kwargs=True
     )
     try:
         run()
     finally:
         hook.remove()
-    return sum(counted)
+    return sum(rows * width for rows, width in counted if width > 1)
 
 
 def timed(function: Callable[[], list[Completion]]) -> tuple[list[Completion], float]:
@@ -169,7 +169,7 @@ def main() -> None:
     print(f"example: {conversations[0][0]['content']!r} -> {batched[0].text!r}")
     print(f"{args.conversations} conversations, up to {widest} rows decoding at once")
     print(
-        f"previous path (adapter per token, {args.batch_size}-row batches) {old_speed:.1f} tok/s; "
+        f"previous path (adapter per token) {old_speed:.1f} tok/s; "
         f"greedy tokens identical to the merged path: {same}/{len(batched)}"
     )
     print(f"sequential (merged) identical to batched: {same_single}/{len(sequential)}")
@@ -180,12 +180,12 @@ def main() -> None:
     )
     prompt_tokens = sum(len(c.prompt_ids) for c in batched)
     generated = sum(len(c.completion_ids) for c in batched)
-    computed = forward_tokens(policy, runs["batched"])
-    prefilled = computed - (generated - len(batched))  # a row's first token comes with its prompt's prefill
+    prefilled = prefilled_tokens(policy, runs["batched"])
+    useful = prefilled + generated - len(batched)  # a row's first token comes with its prompt's prefill
     print(
         f"the prompts are {prompt_tokens} tokens ({prefilled} prefilled: shared tokens once) to the answers' "
         f"{generated}: counting the prompt tokens it computes, batched generation uses "
-        f"{100 * batched_speed * computed / generated / bound:.0f}% of the compute bound"
+        f"{100 * batched_speed * useful / generated / bound:.0f}% of the compute bound"
     )
 
 

@@ -26,6 +26,10 @@ class SamplingSettings:
     top_p: float = 1.0
     seed: int = 0
 
+    def __post_init__(self) -> None:
+        if self.max_new_tokens < 1 or self.temperature < 0 or not 0 < self.top_p <= 1:
+            raise ValueError(f"sampling needs max_new_tokens >= 1, temperature >= 0 and 0 < top_p <= 1: {self}")
+
 
 @dataclass(frozen=True)
 class Completion:
@@ -102,7 +106,7 @@ class TransformersBackend:
     """Continuous batching over the model's forward pass, with the role's adapter merged into a working copy of
     the weights it touches for the whole call (`PolicyPair.merged`).
 
-    Prompts join in length order (`batches`), as many at a time as fit `batch_size` rows of the longest prompt in
+    Prompts join shortest first (`batches`), as many at a time as fit `batch_size` rows of the longest prompt in
     tokens; a row's answer is done as soon as it stops, and queued prompts take its room once a quarter of the
     room is free (`_admissible`), so no answer waits on the longest one of its batch (ended rows leave the cache
     when rows join, or once they are half of it: moving the cache costs more than computing a few idle rows).
@@ -155,9 +159,9 @@ class TransformersBackend:
         return completions
 
     def batches(self, prompts: list[list[int]], max_new_tokens: int) -> list[list[int]]:
-        """Indices of `prompts` in length-sorted batches within the tokens of `batch_size` rows of the longest
-        prompt (counting the tokens to generate): never more batches, so never more decoding steps, than rows
-        alone would give, and shorter prompts fill wider batches at the same memory."""
+        """Indices of `prompts`, shortest first, cut where the rows so far would pass the tokens of `batch_size`
+        rows of the longest prompt (counting the tokens to generate): shorter prompts fill wider batches at the
+        same memory. `_decode` queues prompts in this order and admits its first batch at once."""
         lengths = [len(p) for p in prompts]
         return length_batches(lengths, self._budget(lengths, max_new_tokens), extra=max_new_tokens)
 
@@ -204,7 +208,8 @@ class TransformersBackend:
     def _admissible(self, rows: DecodingRows | None, queued: list[int], budget: int, max_new_tokens: int) -> int:
         """How many queued prompts (of these lengths, in queue order) join now: as many as fit the budget with the
         running rows, counted like `batches`, once that is a quarter of the room or the whole queue (a prefill
-        of a few rows costs about as much as many decoding steps); at least one when nothing runs."""
+        of a few rows costs about as much as many decoding steps); at least one when nothing runs. The queue is
+        shortest first, so a joining prompt is the longest yet and every row is counted at its length."""
         running = 0 if rows is None else len(rows.running())
         fit = 0
         while fit < len(queued) and (running + fit + 1) * (queued[fit] + max_new_tokens) <= budget:

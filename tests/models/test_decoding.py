@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import pytest
 import torch
 from transformers import DynamicCache
 
@@ -72,3 +73,18 @@ def test_regrouped_rows_are_left_padded_and_lose_the_padding_all_kept_rows_share
     assert rows.attention.tolist() == [[0, 0, 1], [1, 1, 1]], "the columns padding in both kept rows are gone"
     assert cache_layers(rows.cache)[0][0][:, 0, :, 0].tolist() == [[0, 0, 3], [1, 2, 3]]
     assert rows.indices == [0, 2] and rows.positions().tolist() == [[1], [3]]
+
+
+def test_logits_that_are_not_finite_are_an_error_not_a_token() -> None:
+    logits = torch.randn(3, 50)
+    logits[1, 7] = float("nan")
+    for temperature in (0.0, 1.0):
+        with pytest.raises(ValueError, match=r"NaN or infinite in rows \[1\]"):
+            next_tokens(logits, generators(3), temperature=temperature, top_p=0.9)
+
+
+def test_regrouping_to_no_rows_leaves_an_empty_cache() -> None:
+    rows = rows_of([[1, 1], [0, 1]], first_index=0)
+    rows.regroup([])
+    assert rows.indices == [] and rows.attention.shape[0] == 0
+    assert cache_layers(rows.cache)[0][0].shape[0] == 0

@@ -5,6 +5,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from unittest import mock
 
+import pytest
 import torch
 from transformers import DynamicCache
 
@@ -17,6 +18,7 @@ from genenv.models.generation import (
     encode_prompt,
     padded,
     shared_prefix_length,
+    stop_ids,
 )
 from genenv.models.policy import LoraSettings, PolicyPair, length_batches
 
@@ -56,6 +58,12 @@ def test_batched_greedy_equals_one_at_a_time_in_input_order(policy: PolicyPair) 
         assert completion.text == policy.tokenizer.decode(completion.completion_ids, skip_special_tokens=True).strip()
 
 
+def test_sampling_settings_out_of_range_fail_at_once() -> None:
+    for bad in ({"top_p": 0.0}, {"top_p": 1.5}, {"temperature": -0.1}, {"max_new_tokens": 0}):
+        with pytest.raises(ValueError, match="0 < top_p <= 1"):
+            SamplingSettings(**bad)
+
+
 def test_stops_at_max_new_tokens_unfinished(policy: PolicyPair) -> None:
     completions = TransformersBackend(policy).generate("agent", CONVERSATIONS, GREEDY)
     for completion in completions:
@@ -87,7 +95,8 @@ def test_progress_counts_rows_as_they_end(policy: PolicyPair) -> None:
 def test_rows_join_as_others_end_and_answer_as_they_would_alone(policy: PolicyPair) -> None:
     """With stop tokens that end rows after different numbers of steps, queued prompts join the running rows
     (a prefill after decoding steps), fewer rows are decoded than whole batches would decode, and every greedy
-    answer is the one its prompt gets alone."""
+    answer is the one its prompt gets alone, and each token the argmax of one plain forward pass over the
+    prompt and the answer before it (no cache, no padding: positions and masks as the model means them)."""
     unstopped = ids(TransformersBackend(policy).generate("agent", CONVERSATIONS, GREEDY))
     policy.model.generation_config.eos_token_id = [row[2 + i % 5] for i, row in enumerate(unstopped[:4])]
     backend = TransformersBackend(policy, batch_size=2)
@@ -103,6 +112,30 @@ def test_rows_join_as_others_end_and_answer_as_they_would_alone(policy: PolicyPa
     alone = [backend.generate("agent", [c], GREEDY)[0] for c in CONVERSATIONS]
     assert ids(batched) == ids(alone)
     assert [c.finished for c in batched] == [c.finished for c in alone]
+    for completion in batched:
+        whole = torch.tensor([completion.prompt_ids + completion.completion_ids])
+        with torch.inference_mode():
+            logits = policy.model(input_ids=whole).logits[0, len(completion.prompt_ids) - 1 : -1]
+        assert logits.argmax(-1).tolist() == completion.completion_ids
+
+
+def test_ended_rows_keep_their_answers_while_they_wait_in_the_cache(policy: PolicyPair) -> None:
+    """Sampled rows that stop early stay in the cache (still computed) until rows are regrouped: the tokens the
+    decoding returns for each are the ones up to its stop token or max_new_tokens, not what was computed after."""
+    unstopped = ids(TransformersBackend(policy).generate("agent", CONVERSATIONS, GREEDY))
+    policy.model.generation_config.eos_token_id = sorted({token for row in unstopped for token in row[1:4]})
+    stops = stop_ids(policy)
+    sampling = SamplingSettings(max_new_tokens=12, temperature=1.0, seed=2)
+    backend = TransformersBackend(policy, batch_size=6)
+    prompts = [encode_prompt(policy.tokenizer, c) for c in CONVERSATIONS * 3]
+    with forward_shapes(policy) as shapes, torch.inference_mode():
+        answers = backend._decode(prompts, sampling, progress=None)
+    steps = sum(rows for rows, width in shapes if width == 1)
+    assert steps > sum(len(answer) - 1 for answer in answers), "no ended row waited in the cache"
+    for answer in answers:
+        assert len(answer) <= sampling.max_new_tokens and not stops.intersection(answer[:-1]), answer
+        assert answer[-1] in stops or len(answer) == sampling.max_new_tokens, answer
+    assert len({len(answer) for answer in answers}) >= 4
 
 
 def test_batches_never_outnumber_row_batches_and_widen_for_short_prompts() -> None:
