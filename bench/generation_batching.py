@@ -26,12 +26,7 @@ from pathlib import Path
 
 import torch
 
-from genenv.models.generation import (
-    Completion,
-    SamplingSettings,
-    TransformersBackend,
-    encode_prompt,
-)
+from genenv.models.generation import Completion, SamplingSettings, TransformersBackend, encode_prompt
 from genenv.models.loading import EMBEDDED_MODEL, resolve_base_model
 from genenv.models.policy import LoraSettings, PolicyPair
 
@@ -101,7 +96,7 @@ def previous_path(
     policy.model.eval()
     with torch.inference_mode(), policy.autocast():
         generated = backend._decode(prompts, sampling, progress=None)
-    return [Completion("", prompt, ids, finished=False) for prompt, ids in zip(prompts, generated, strict=True)]
+    return backend.completions(prompts, generated)
 
 
 def main() -> None:

@@ -32,8 +32,13 @@ class DecodingRows:
         """The next token's position in each row: its own tokens so far (how `generate` counts them)."""
         return self.attention.sum(-1, keepdim=True)
 
-    def last_tokens(self) -> torch.Tensor:
-        return torch.tensor([row[-1] for row in self.tokens], device=self.attention.device).unsqueeze(-1)
+    def next_inputs(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(input ids, positions) of the next decoding step: each row's last token, at the row's next position;
+        the mask grows by the column they fill."""
+        positions = self.positions()
+        self.attention = torch.cat([self.attention, torch.ones_like(positions)], dim=-1)
+        last = torch.tensor([row[-1] for row in self.tokens], device=self.attention.device).unsqueeze(-1)
+        return last, positions
 
     def append(self, new: torch.Tensor) -> None:
         """Record each row's next token (the column for it joins the cache at the next forward pass)."""

@@ -88,7 +88,7 @@ def padded(prompts: Sequence[Sequence[int]], pad_id: int, after: int = 0) -> tup
 
 def shared_prefix_length(prompts: Sequence[Sequence[int]]) -> int:
     """Tokens every prompt starts with (the system prompt, or a whole prompt repeated), leaving each prompt at
-    least its last token for `generate` to run."""
+    least its last token, whose logits give the prompt's first generated token."""
     shortest = min(len(p) for p in prompts) - 1
     return next((i for i in range(shortest) if len({p[i] for p in prompts}) > 1), max(shortest, 0))
 
@@ -148,15 +148,16 @@ class TransformersBackend:
         finally:
             model.train(was_training)
             return_freed_memory()
-        stops = stop_ids(self.policy)
-        completions = []
-        for prompt, row in zip(prompts, generated, strict=True):
-            end = next((j for j, token in enumerate(row) if token in stops), None)
-            # The stop token stays in the ids: GRPO must also reinforce (or discourage) stopping there.
-            ids = row if end is None else row[: end + 1]
-            text = tokenizer.decode(ids, skip_special_tokens=True).strip()
-            completions.append(Completion(text, list(prompt), ids, finished=end is not None))
-        return completions
+        return self.completions(prompts, generated)
+
+    def completions(self, prompts: list[list[int]], generated: list[list[int]]) -> list[Completion]:
+        """Each prompt's `_decode` tokens as a completion: they end at the first stop token, which stays in the ids
+        (GRPO must also reinforce, or discourage, stopping there), or at max_new_tokens."""
+        tokenizer, stops = self.policy.tokenizer, stop_ids(self.policy)
+        return [
+            Completion(tokenizer.decode(ids, skip_special_tokens=True).strip(), list(prompt), ids, ids[-1] in stops)
+            for prompt, ids in zip(prompts, generated, strict=True)
+        ]
 
     def batches(self, prompts: list[list[int]], max_new_tokens: int) -> list[list[int]]:
         """Indices of `prompts`, shortest first, cut where the rows so far would pass the tokens of `batch_size`
@@ -283,10 +284,9 @@ class TransformersBackend:
     def _step(self, rows: DecodingRows, sampling: SamplingSettings) -> torch.Tensor:
         """One decoding step: every row's last token through the model, the next token sampled per row."""
         model = self.policy.model
-        positions = rows.positions()
-        rows.attention = torch.cat([rows.attention, torch.ones_like(positions)], dim=-1)
+        input_ids, positions = rows.next_inputs()
         logits = model(
-            input_ids=rows.last_tokens(),
+            input_ids=input_ids,
             attention_mask=rows.attention,
             position_ids=positions,
             logits_to_keep=1,

@@ -107,7 +107,8 @@ def test_rows_join_as_others_end_and_answer_as_they_would_alone(policy: PolicyPa
     first_step = next(i for i, (_, width) in enumerate(shapes) if width == 1)
     assert any(width > 1 for _, width in shapes[first_step:]), f"no prompt joined running rows: {shapes}"
     prompts = [encode_prompt(policy.tokenizer, c) for c in CONVERSATIONS]
-    whole_batches = sum(len(b) * (max(lengths[i] for i in b) - 1) for b in backend.batches(prompts, 10))
+    batches = backend.batches(prompts, GREEDY.max_new_tokens)
+    whole_batches = sum(len(b) * (max(lengths[i] for i in b) - 1) for b in batches)
     assert sum(rows for rows, width in shapes if width == 1) < whole_batches, "rows wait on no batch's longest"
     alone = [backend.generate("agent", [c], GREEDY)[0] for c in CONVERSATIONS]
     assert ids(batched) == ids(alone)
