@@ -15,19 +15,15 @@ them identical; in bf16 which rows decode together changes roundings).
 
 from __future__ import annotations
 
-import argparse
 import os
 import time
-from pathlib import Path
 
 import torch
+from agent_prompts import agent_prompts, rollout_arguments  # bench/ is the script's folder
 from transformers import TemperatureLogitsWarper, TopPLogitsWarper
 
-from genenv.domains.base import get_domain
 from genenv.models.decoding import DecodingRows
 from genenv.models.generation import SamplingSettings, TransformersBackend
-from genenv.models.loading import EMBEDDED_MODEL, resolve_base_model
-from genenv.models.policy import LoraSettings, PolicyPair
 
 
 class WholeBatches(TransformersBackend):
@@ -54,18 +50,8 @@ class WholeBatchesSortedSampler(WholeBatches):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--models", type=Path, default=Path("data") / "models", help="model cache folder")
-    parser.add_argument("--tasks", type=int, default=24)
-    parser.add_argument("--k", type=int, default=4, help="answers per task (rollouts_per_task)")
-    parser.add_argument("--batch-size", type=int, default=16, help="generation_batch_size")
-    parser.add_argument("--precision", choices=("float32", "bfloat16"), default="bfloat16")
-    parser.add_argument("--rounds", type=int, default=2)
-    args = parser.parse_args()
-
-    policy = PolicyPair.load(resolve_base_model(EMBEDDED_MODEL, args.models), LoraSettings(), precision=args.precision)
-    domain = get_domain("tool_call")
-    tasks = [domain.agent_messages(t) for t in domain.load_seeds()[: args.tasks]]
+    args = rollout_arguments(__doc__.split("\n\n")[0], tasks=24)
+    policy, tasks = agent_prompts(args)
     shapes = {
         f"rollouts ({args.tasks} x {args.k}, sampled)": (
             [c for c in tasks for _ in range(args.k)],

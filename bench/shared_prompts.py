@@ -13,17 +13,13 @@ the held-out evaluation's shape: distinct prompts, only the system prompt shared
 
 from __future__ import annotations
 
-import argparse
 import os
 import time
-from pathlib import Path
 
 import torch
+from agent_prompts import agent_prompts, rollout_arguments  # bench/ is the script's folder
 
-from genenv.domains.base import get_domain
 from genenv.models.generation import KeysInValueDtypeCache, SamplingSettings, TransformersBackend, padded
-from genenv.models.loading import EMBEDDED_MODEL, resolve_base_model
-from genenv.models.policy import LoraSettings, PolicyPair
 
 
 class EveryRowPrefilled(TransformersBackend):
@@ -41,18 +37,9 @@ class EveryRowPrefilled(TransformersBackend):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--models", type=Path, default=Path("data") / "models", help="model cache folder")
-    parser.add_argument("--tasks", type=int, default=16)
-    parser.add_argument("--k", type=int, default=4, help="answers per task (rollouts_per_task)")
-    parser.add_argument("--batch-size", type=int, default=16, help="generation_batch_size")
-    parser.add_argument("--precision", choices=("float32", "bfloat16"), default="bfloat16")
-    parser.add_argument("--rounds", type=int, default=2)
-    args = parser.parse_args()
-
-    policy = PolicyPair.load(resolve_base_model(EMBEDDED_MODEL, args.models), LoraSettings(), precision=args.precision)
-    domain = get_domain("tool_call")
-    conversations = [domain.agent_messages(t) for t in domain.load_seeds()[: args.tasks] for _ in range(args.k)]
+    args = rollout_arguments(__doc__.split("\n\n")[0], tasks=16)
+    policy, tasks = agent_prompts(args)
+    conversations = [c for c in tasks for _ in range(args.k)]
     sampled = SamplingSettings(max_new_tokens=48, temperature=0.7, top_p=0.9, seed=1)
     greedy = SamplingSettings(max_new_tokens=48, temperature=0)
     ways = {
