@@ -11,22 +11,26 @@ from transformers import DynamicCache
 
 
 @dataclass
+class Row:
+    """One answer being decoded: its prompt's place in the call, the random stream it samples from, the tokens
+    generated so far, and whether its answer is complete."""
+
+    index: int
+    generator: torch.Generator
+    tokens: list[int] = field(default_factory=list)
+    ended: bool = False
+
+
+@dataclass
 class DecodingRows:
-    """Rows of one KV cache: `cache` holds `attention.shape[1]` columns per row, `attention` marks which are the
-    row's own tokens (padding anywhere is 0), `indices` are the rows' prompts in the call, `tokens` what each row
-    has generated so far, `generators` the random stream each row samples from, and `ended` the rows whose
-    answer is complete: they keep their place (and keep being computed, their tokens ignored) until the rows are
-    regrouped, because moving the cache costs as much as many decoding steps of a row."""
+    """Rows of one KV cache: `cache` holds `attention.shape[1]` columns per row, and `attention` marks which are
+    the row's own tokens (padding anywhere is 0). Ended rows keep their place (and keep being computed, their
+    tokens ignored) until the rows are regrouped, because moving the cache costs as much as many decoding steps
+    of a row."""
 
     cache: DynamicCache
     attention: torch.Tensor
-    indices: list[int]
-    tokens: list[list[int]]
-    generators: list[torch.Generator]
-    ended: list[bool] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        self.ended = self.ended or [False] * len(self.indices)
+    rows: list[Row]
 
     def positions(self) -> torch.Tensor:
         """The next token's position in each row: its own tokens so far (how `generate` counts them)."""
@@ -37,17 +41,20 @@ class DecodingRows:
         the mask grows by the column they fill."""
         positions = self.positions()
         self.attention = torch.cat([self.attention, torch.ones_like(positions)], dim=-1)
-        last = torch.tensor([row[-1] for row in self.tokens], device=self.attention.device).unsqueeze(-1)
+        last = torch.tensor([row.tokens[-1] for row in self.rows], device=self.attention.device).unsqueeze(-1)
         return last, positions
 
     def append(self, new: torch.Tensor) -> None:
         """Record each row's next token (the column for it joins the cache at the next forward pass)."""
-        for row, token in zip(self.tokens, new.tolist(), strict=True):
-            row.append(token)
+        for row, token in zip(self.rows, new.tolist(), strict=True):
+            row.tokens.append(token)
+
+    def generators(self) -> list[torch.Generator]:
+        return [row.generator for row in self.rows]
 
     def running(self) -> list[int]:
         """Positions of the rows still answering."""
-        return [i for i, ended in enumerate(self.ended) if not ended]
+        return [i for i, row in enumerate(self.rows) if not row.ended]
 
     def regroup(self, keep: Sequence[int], joining: DecodingRows | None = None) -> None:
         """Keep only the rows at `keep`, then the `joining` rows after them, in one move of the cache: columns
@@ -64,10 +71,7 @@ class DecodingRows:
             joining_layers = [o.cache.layers[index] for o in others]
             layer.keys = _stacked([layer.keys[rows, :, start:]] + [j.keys for j in joining_layers], width)
             layer.values = _stacked([layer.values[rows, :, start:]] + [j.values for j in joining_layers], width)
-        self.indices = [self.indices[i] for i in keep] + [i for o in others for i in o.indices]
-        self.tokens = [self.tokens[i] for i in keep] + [t for o in others for t in o.tokens]
-        self.generators = [self.generators[i] for i in keep] + [g for o in others for g in o.generators]
-        self.ended = [self.ended[i] for i in keep] + [e for o in others for e in o.ended]
+        self.rows = [self.rows[i] for i in keep] + [row for o in others for row in o.rows]
 
 
 def cache_layers(cache: DynamicCache) -> list[tuple[torch.Tensor, torch.Tensor]]:

@@ -13,7 +13,7 @@ import torch
 from peft import PeftModel
 from transformers import DynamicCache
 
-from genenv.models.decoding import DecodingRows, cache_layers, next_tokens
+from genenv.models.decoding import DecodingRows, Row, cache_layers, next_tokens
 from genenv.models.memory import return_freed_memory
 from genenv.models.policy import PolicyPair, length_batches
 from genenv.registry import Registry
@@ -175,15 +175,16 @@ class TransformersBackend:
         """Each prompt's generated tokens, up to and including a stop token or `max_new_tokens` of them."""
         if not prompts:
             return []
-        queue = deque(i for batch in self.batches(prompts, sampling.max_new_tokens) for i in batch)
-        budget = self._budget([len(p) for p in prompts], sampling.max_new_tokens)
+        cap = sampling.max_new_tokens
+        queue = deque(i for batch in self.batches(prompts, cap) for i in batch)
+        budget = self._budget([len(p) for p in prompts], cap)
         generators = row_generators(sampling.seed, len(prompts), self.policy.device)
         prefix = self._prefix(prompts)
         stops = stop_ids(self.policy)
         results: list[list[int]] = [[] for _ in prompts]
         rows: DecodingRows | None = None
         while queue or rows is not None:
-            joining = self._admissible(rows, [len(prompts[i]) for i in queue], budget, sampling.max_new_tokens)
+            joining = self._admissible(rows, [len(prompts[i]) for i in queue], budget, cap)
             if joining:
                 group = [queue.popleft() for _ in range(joining)]
                 new = self._prefill_group(prefix, [prompts[i] for i in group], group, generators, sampling)
@@ -193,10 +194,10 @@ class TransformersBackend:
                     rows.regroup(rows.running(), new)
             else:
                 rows.append(self._step(rows, sampling))
-            ended = [i for i in rows.running() if self._ends(rows.tokens[i], stops, sampling.max_new_tokens)]
-            for i in ended:
-                rows.ended[i] = True
-                results[rows.indices[i]] = list(rows.tokens[i])
+            ended = [r for r in rows.rows if not r.ended and (r.tokens[-1] in stops or len(r.tokens) >= cap)]
+            for row in ended:
+                row.ended = True
+                results[row.index] = list(row.tokens)
             if ended and progress is not None:
                 progress(len(ended))
             running = rows.running()
@@ -220,13 +221,9 @@ class TransformersBackend:
         room = budget // (queued[0] + max_new_tokens) if queued else 0
         return fit if fit == len(queued) or 4 * fit >= room else 0
 
-    @staticmethod
-    def _ends(tokens: list[int], stops: set[int], max_new_tokens: int) -> bool:
-        return tokens[-1] in stops or len(tokens) >= max_new_tokens
-
     def _compacts(self, rows: DecodingRows) -> bool:
         """Whether to drop the ended rows now: once they are half the rows, as a step computes them too."""
-        return 2 * (len(rows.ended) - len(rows.running())) >= len(rows.ended)
+        return 2 * (len(rows.rows) - len(rows.running())) >= len(rows.rows)
 
     def _prefix(self, prompts: list[list[int]]) -> tuple[int, DynamicCache | None]:
         """The number of tokens every prompt of the call starts with, and their KV cache (one row), computed
@@ -249,9 +246,8 @@ class TransformersBackend:
     ) -> DecodingRows:
         """Joining rows (the prompts at `indices`) with their prompts in a cache and their first token sampled."""
         kv_cache, attention, logits = self._prefilled(prefix, prompts)
-        chosen = [generators[i] for i in indices]
-        rows = DecodingRows(kv_cache, attention, list(indices), [[] for _ in indices], chosen)
-        rows.append(self._sample(logits, chosen, sampling))
+        rows = DecodingRows(kv_cache, attention, [Row(i, generators[i]) for i in indices])
+        rows.append(self._sample(logits, rows.generators(), sampling))
         return rows
 
     def _prefilled(
@@ -293,7 +289,7 @@ class TransformersBackend:
             use_cache=True,
             **{_cache_argument(model): rows.cache},
         ).logits[:, -1]
-        return self._sample(logits, rows.generators, sampling)
+        return self._sample(logits, rows.generators(), sampling)
 
     def _prefill(
         self, kv_cache: DynamicCache, input_ids: torch.Tensor, attention: torch.Tensor, start: int = 0

@@ -4,7 +4,7 @@ import pytest
 import torch
 from transformers import DynamicCache
 
-from genenv.models.decoding import DecodingRows, cache_layers, next_tokens
+from genenv.models.decoding import DecodingRows, Row, cache_layers, next_tokens
 
 
 def generators(count: int, seed: int = 0) -> list[torch.Generator]:
@@ -56,23 +56,27 @@ def rows_of(attention: list[list[int]], first_index: int) -> DecodingRows:
     for layer in range(2):
         layered = values[:, None, :, None].expand(mask.shape[0], 1, mask.shape[1], 2).clone()
         cache.update(layered, layered + 100, layer)
-    count = mask.shape[0]
-    return DecodingRows(cache, mask, list(range(first_index, first_index + count)), [[7]] * count, generators(count))
+    rows = [Row(first_index + i, generator, [7]) for i, generator in enumerate(generators(mask.shape[0]))]
+    return DecodingRows(cache, mask, rows)
+
+
+def indices(rows: DecodingRows) -> list[int]:
+    return [row.index for row in rows.rows]
 
 
 def test_regrouped_rows_are_left_padded_and_lose_the_padding_all_kept_rows_share() -> None:
     rows = rows_of([[0, 0, 1], [0, 1, 1], [1, 1, 1]], first_index=0)
-    rows.ended = [False, True, False]
+    rows.rows[1].ended = True
     rows.regroup(rows.running(), rows_of([[1, 1, 0, 1, 1]], first_index=3))
     assert rows.attention.tolist() == [[0, 0, 0, 0, 1], [0, 0, 1, 1, 1], [1, 1, 0, 1, 1]]
-    assert rows.indices == [0, 2, 3] and rows.ended == [False, False, False]
+    assert indices(rows) == [0, 2, 3] and rows.running() == [0, 1, 2]
     keys, values = cache_layers(rows.cache)[1]
     assert keys[:, 0, :, 0].tolist() == [[0, 0, 0, 0, 3], [0, 0, 1, 2, 3], [1, 2, 0, 4, 5]]
     assert values[:, 0, :, 0].tolist() == [[0, 0, 100, 100, 103], [0, 0, 101, 102, 103], [101, 102, 100, 104, 105]]
     rows.regroup([0, 1])
     assert rows.attention.tolist() == [[0, 0, 1], [1, 1, 1]], "the columns padding in both kept rows are gone"
     assert cache_layers(rows.cache)[0][0][:, 0, :, 0].tolist() == [[0, 0, 3], [1, 2, 3]]
-    assert rows.indices == [0, 2] and rows.positions().tolist() == [[1], [3]]
+    assert indices(rows) == [0, 2] and rows.positions().tolist() == [[1], [3]]
 
 
 def test_logits_that_are_not_finite_are_an_error_not_a_token() -> None:
@@ -86,5 +90,5 @@ def test_logits_that_are_not_finite_are_an_error_not_a_token() -> None:
 def test_regrouping_to_no_rows_leaves_an_empty_cache() -> None:
     rows = rows_of([[1, 1], [0, 1]], first_index=0)
     rows.regroup([])
-    assert rows.indices == [] and rows.attention.shape[0] == 0
+    assert rows.rows == [] and rows.attention.shape[0] == 0
     assert cache_layers(rows.cache)[0][0].shape[0] == 0
