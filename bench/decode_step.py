@@ -1,5 +1,5 @@
-"""Where a decoding step's time goes on the embedded SmolLM2 (the agent's adapter merged, as generation runs it),
-against the machine's roofline measured in the same run.
+"""Where a decoding step's time goes on the embedded SmolLM2 (the agent's adapter merged and the weights packed, as
+generation runs it), against the machine's roofline measured in the same run.
 
     python bench/decode_step.py [--models data/models] [--precision float32|bfloat16] [--rows 1 8 16 32 64]
 
@@ -22,17 +22,22 @@ from generation_batching import matmul_gflops  # bench/ is the script's folder
 
 from genenv.models.generation import KeysInValueDtypeCache, _cache_argument
 from genenv.models.loading import EMBEDDED_MODEL, resolve_base_model
+from genenv.models.packed_linears import PACKING_ROWS, can_pack, packed_linears
 from genenv.models.policy import LoraSettings, PolicyPair
 
 PROMPT = 48
 
 
 def weight_read_gbs(dtype: torch.dtype, megabytes: int = 256) -> float:
-    """Best GB/s of a one-row matmul over a weight far larger than the caches: how fast decoding can stream
-    weights here."""
+    """Best GB/s of a one-row matmul over a weight far larger than the caches, plain or packed as generation
+    packs it: how fast decoding can stream weights here."""
     weight = torch.randn(megabytes * 2**20 // (torch.finfo(dtype).bits // 8) // 4096, 4096).to(dtype)
     row = torch.randn(1, 4096).to(dtype)
-    seconds = min(_seconds(lambda: torch.nn.functional.linear(row, weight)) for _ in range(5))
+    kernels = [lambda: torch.nn.functional.linear(row, weight)]
+    if can_pack(dtype):
+        packed = torch.ops.mkldnn._reorder_linear_weight(weight, PACKING_ROWS)
+        kernels.append(lambda: torch.ops.mkldnn._linear_pointwise(row, packed, None, "none", [], ""))
+    seconds = min(_seconds(kernel) for kernel in kernels for _ in range(5))
     return weight.numel() * weight.element_size() / seconds / 1e9
 
 
@@ -73,12 +78,13 @@ def step_seconds(policy: PolicyPair, rows: int, steps: int) -> float:
 
 
 def matmul_seconds(linears: list[torch.nn.Linear], rows: int, repeats: int = 5) -> float:
-    """Median seconds of one step's linear layers alone, each on a `rows`-row input of its weight's dtype."""
+    """Median seconds of one step's linear layers alone (packed, when called inside `packed_linears`), each on a
+    `rows`-row input of its weight's dtype."""
     inputs = {m.in_features: torch.randn(rows, m.in_features) for m in linears}
 
     def one_step() -> None:
         for m in linears:
-            torch.nn.functional.linear(inputs[m.in_features].to(m.weight.dtype), m.weight)
+            m(inputs[m.in_features].to(m.weight.dtype))
 
     one_step()
     return median([_seconds(one_step) for _ in range(repeats)])
@@ -95,7 +101,12 @@ def main() -> None:
     policy = PolicyPair.load(resolve_base_model(EMBEDDED_MODEL, args.models), LoraSettings(), precision=args.precision)
     dtype = getattr(torch, args.precision)
     gflops, gbs = matmul_gflops(dtype), weight_read_gbs(dtype)
-    with policy.merged("agent"), torch.inference_mode(), policy.autocast():
+    with (
+        policy.merged("agent"),
+        packed_linears(policy.model, policy.compute_dtype),
+        torch.inference_mode(),
+        policy.autocast(),
+    ):
         model = policy.model.get_base_model()
         model.eval()
         linears = [m for n, m in model.named_modules() if isinstance(m, torch.nn.Linear) and "lora_" not in n]

@@ -6,11 +6,13 @@ token-sized batches, against the compute bound of this machine measured in the s
 
 Prints, from one run of interleaved rounds, the best round of each (absolute speeds drift with the machine's
 load; the ratios are the result):
-- the machine's matmul GFLOP/s (at --precision, on the torch threads generation uses) and the model's FLOP per token;
-- the path before the merge (the PEFT adapter applied on every token, the same decoding), its tokens/s and
-  whether its greedy tokens equal the merged path's;
-- the merged path: sequential and batched (`--batch-size` rows of the longest prompt, rows joining as others
-  finish) tok/s, their ratio, and batched tok/s as a share of the compute bound; then the same share counting
+- the machine's matmul GFLOP/s (at --precision, on the torch threads generation uses; the faster of two kernels)
+  and the model's FLOP per token;
+- two earlier paths with the same decoding, their tokens/s and whether their greedy tokens equal generation's:
+  before the merge (the PEFT adapter applied on every token) and before packed weights (merged, plain layers);
+- generation as it runs (merged, packed weights): sequential and batched (`--batch-size` rows of the longest
+  prompt, rows joining as others finish) tok/s, their ratio, and batched tok/s as a share of the compute bound;
+  then the same share counting
   the prompt tokens it prefills too (short answers to long prompts: most FLOPs are prefill; the tokens the
   prompts share are computed once), but not the steps of rows that have ended and wait to leave the cache.
 The agent's adapter gets small random B weights (seeded), so it changes the answers and the merge matters.
@@ -22,12 +24,14 @@ import argparse
 import os
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 
 import torch
 
 from genenv.models.generation import Completion, SamplingSettings, TransformersBackend, encode_prompt
 from genenv.models.loading import EMBEDDED_MODEL, resolve_base_model
+from genenv.models.packed_linears import can_pack
 from genenv.models.policy import LoraSettings, PolicyPair
 
 QUESTIONS = [
@@ -52,16 +56,23 @@ CONTEXTS = ["", "Answer briefly. ", "You are a careful assistant; think about un
 
 
 def matmul_gflops(dtype: torch.dtype, seconds: float = 1.0, size: int = 1024) -> float:
-    """Best GFLOP/s of square matmuls over a few rounds: the machine's compute bound, as loaded now."""
+    """Best GFLOP/s of square matmuls over a few rounds, the faster of PyTorch's matmul and oneDNN's on a packed
+    weight (generation's kernel; in fp32 on AMD CPUs, MKL's matmul runs at half its speed): the machine's compute
+    bound, as loaded now."""
     a, b = torch.randn(size, size, dtype=dtype), torch.randn(size, size, dtype=dtype)
-    torch.mm(a, b)
+    kernels = [lambda: torch.mm(a, b)]
+    if can_pack(dtype):
+        packed = torch.ops.mkldnn._reorder_linear_weight(b, size)
+        kernels.append(lambda: torch.ops.mkldnn._linear_pointwise(a, packed, None, "none", [], ""))
     best = 0.0
-    for _ in range(3):
-        count, started = 0, time.perf_counter()
-        while time.perf_counter() - started < seconds / 3:
-            torch.mm(a, b)
-            count += 1
-        best = max(best, 2 * size**3 * count / (time.perf_counter() - started) / 1e9)
+    for kernel in kernels:
+        kernel()
+        for _ in range(3):
+            count, started = 0, time.perf_counter()
+            while time.perf_counter() - started < seconds / 3:
+                kernel()
+                count += 1
+            best = max(best, 2 * size**3 * count / (time.perf_counter() - started) / 1e9)
     return best
 
 
@@ -86,15 +97,16 @@ def timed(function: Callable[[], list[Completion]]) -> tuple[list[Completion], f
     return completions, sum(len(c.completion_ids) for c in completions) / (time.perf_counter() - started)
 
 
-def previous_path(
-    policy: PolicyPair, conversations: list[list[dict[str, str]]], sampling: SamplingSettings, rows: int
+def unpacked_path(
+    policy: PolicyPair, conversations: list[list[dict[str, str]]], sampling: SamplingSettings, rows: int, merged: bool
 ) -> list[Completion]:
-    """Generation before the merge, reimplemented: the PEFT adapter applied per token (the same decoding)."""
+    """Generation with plain linear layers (no packed weights), reimplemented: the same decoding, with the adapter
+    merged or (before the merge) the PEFT adapter applied on every token."""
     backend = TransformersBackend(policy, rows)
     prompts = [encode_prompt(policy.tokenizer, c) for c in conversations]
     policy.activate("agent")
     policy.model.eval()
-    with torch.inference_mode(), policy.autocast():
+    with policy.merged("agent") if merged else nullcontext(), torch.inference_mode(), policy.autocast():
         generated = backend._decode(prompts, sampling, progress=None)
     return backend.completions(prompts, generated)
 
@@ -130,7 +142,8 @@ def main() -> None:
 
     dtype = getattr(torch, args.precision)
     runs: dict[str, Callable[[], list[Completion]]] = {
-        "previous": lambda: previous_path(policy, conversations, sampling, args.batch_size),
+        "previous": lambda: unpacked_path(policy, conversations, sampling, args.batch_size, merged=False),
+        "plain layers": lambda: unpacked_path(policy, conversations, sampling, args.batch_size, merged=True),
         "sequential": lambda: [backend.generate("agent", [c], sampling)[0] for c in conversations[: args.sequential]],
         "batched": lambda: backend.generate("agent", conversations, sampling),
     }
@@ -142,14 +155,14 @@ def main() -> None:
         for name in list(runs)[:: -1 if round_ % 2 else 1]:
             outputs[name], speed = timed(runs[name])
             speeds[name].append(speed)
-    old, sequential, batched = outputs["previous"], outputs["sequential"], outputs["batched"]
-    old_speed, sequential_speed, batched_speed = (max(speeds[name]) for name in runs)
+    old, plain, sequential, batched = (outputs[name] for name in runs)
+    old_speed, plain_speed, sequential_speed, batched_speed = (max(speeds[name]) for name in runs)
     bound = gflops * 1e9 / flop_per_token
 
     def identical(a: list[Completion], b: list[Completion]) -> int:
         return sum(x.completion_ids == y.completion_ids for x, y in zip(a, b[: len(a)], strict=True))
 
-    same, same_single = identical(old, batched), identical(sequential, batched)
+    same, same_plain, same_single = identical(old, batched), identical(plain, batched), identical(sequential, batched)
     widest = max(len(b) for b in backend.batches([list(c.prompt_ids) for c in batched], args.max_new_tokens))
     print(
         f"torch threads {torch.get_num_threads()}, load average {os.getloadavg()[0]:.1f}, {args.precision}, "
@@ -167,10 +180,15 @@ def main() -> None:
         f"previous path (adapter per token) {old_speed:.1f} tok/s; "
         f"greedy tokens identical to the merged path: {same}/{len(batched)}"
     )
+    print(
+        f"merged, plain linear layers {plain_speed:.1f} tok/s; greedy tokens identical to packed weights: "
+        f"{same_plain}/{len(batched)}"
+    )
     print(f"sequential (merged) identical to batched: {same_single}/{len(sequential)}")
     print(
         f"sequential {sequential_speed:.1f} tok/s | batched {batched_speed:.1f} tok/s | "
         f"ratio {batched_speed / sequential_speed:.1f}x | {batched_speed / old_speed:.2f}x the previous path | "
+        f"{batched_speed / plain_speed:.2f}x plain layers | "
         f"{100 * batched_speed / bound:.0f}% of the compute bound"
     )
     prompt_tokens = sum(len(c.prompt_ids) for c in batched)

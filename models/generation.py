@@ -15,6 +15,7 @@ from transformers import DynamicCache
 
 from genenv.models.decoding import DecodingRows, Row, cache_layers, next_tokens
 from genenv.models.memory import return_freed_memory
+from genenv.models.packed_linears import packed_linears
 from genenv.models.policy import PolicyPair, length_batches
 from genenv.registry import Registry
 
@@ -104,7 +105,8 @@ def stop_ids(policy: PolicyPair) -> set[int]:
 @register_backend("transformers")
 class TransformersBackend:
     """Continuous batching over the model's forward pass, with the role's adapter merged into a working copy of
-    the weights it touches for the whole call (`PolicyPair.merged`).
+    the weights it touches for the whole call (`PolicyPair.merged`), and every linear layer's weight laid out
+    once for the CPU's matmul kernel (`packed_linears`).
 
     Prompts join shortest first (`batches`), as many at a time as fit `batch_size` rows of the longest prompt in
     tokens; a row's answer is done as soon as it stops, and queued prompts take its room once a quarter of the
@@ -143,7 +145,12 @@ class TransformersBackend:
         was_training = model.training
         model.eval()
         try:
-            with self.policy.merged(role), torch.inference_mode(), self.policy.autocast():
+            with (
+                self.policy.merged(role),
+                packed_linears(model, self.policy.compute_dtype),
+                torch.inference_mode(),
+                self.policy.autocast(),
+            ):
                 generated = self._decode(prompts, sampling, progress)
         finally:
             model.train(was_training)

@@ -146,6 +146,11 @@ class PolicyPair:
                 torch.save(self.optimizer_states[role], staging / OPTIMIZER_FILE)
             make_readable(staging)
 
+    @property
+    def compute_dtype(self) -> torch.dtype:
+        """The dtype forward passes multiply in: bf16 under `autocast`, else fp32."""
+        return torch.bfloat16 if self.precision == "bfloat16" else torch.float32
+
     def autocast(self) -> torch.autocast:
         """Forward passes in bfloat16 when asked (about 2x faster on CPUs with bf16 units); the LoRA weights, the
         weights they adapt, embeddings and norms stay fp32."""
@@ -228,8 +233,7 @@ class PolicyPair:
         """
         _check_role(role)
         self.activate(role)
-        stored = torch.bfloat16 if self.precision == "bfloat16" else torch.float32
-        replacements = {base: weight.to(stored) for _, base, weight in self.merged_layers(role)}
+        replacements = {base: weight.to(self.compute_dtype) for _, base, weight in self.merged_layers(role)}
         originals = [(module, module.weight) for module in replacements]
         try:
             for module, weight in replacements.items():
