@@ -20,7 +20,8 @@ from pathlib import Path
 import torch
 from generation_batching import matmul_gflops  # bench/ is the script's folder
 
-from genenv.models.generation import KeysInValueDtypeCache, _cache_argument
+from genenv.models.generation import _cache_argument
+from genenv.models.kv_cache import DecodingCache
 from genenv.models.loading import EMBEDDED_MODEL, resolve_base_model
 from genenv.models.packed_linears import PACKING_ROWS, can_pack, packed_linears
 from genenv.models.policy import LoraSettings, PolicyPair
@@ -58,7 +59,7 @@ def step_seconds(policy: PolicyPair, rows: int, steps: int) -> float:
     mask = torch.ones(rows, PROMPT, dtype=torch.long)
     mask[: rows // 4, :5] = 0
     model = policy.model.get_base_model()
-    kv_cache = KeysInValueDtypeCache(config=model.config)
+    kv_cache = DecodingCache()
     cache = {_cache_argument(policy.model): kv_cache}
     logits = model(input_ids=ids, attention_mask=mask, logits_to_keep=1, **cache).logits
     times = []

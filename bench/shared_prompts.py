@@ -19,7 +19,8 @@ import time
 import torch
 from agent_prompts import agent_prompts, rollout_arguments  # bench/ is the script's folder
 
-from genenv.models.generation import KeysInValueDtypeCache, SamplingSettings, TransformersBackend, padded
+from genenv.models.generation import SamplingSettings, TransformersBackend, padded
+from genenv.models.kv_cache import DecodingCache
 
 
 class EveryRowPrefilled(TransformersBackend):
@@ -30,9 +31,9 @@ class EveryRowPrefilled(TransformersBackend):
 
     def _prefilled(
         self, prefix: tuple[int, None], prompts: list[list[int]]
-    ) -> tuple[KeysInValueDtypeCache, torch.Tensor, torch.Tensor]:
+    ) -> tuple[DecodingCache, torch.Tensor, torch.Tensor]:
         input_ids, attention = padded(prompts, self.policy.tokenizer.pad_token_id)
-        kv_cache = KeysInValueDtypeCache()
+        kv_cache = DecodingCache()
         return kv_cache, attention, self._prefill(kv_cache, input_ids, attention)
 
 

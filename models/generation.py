@@ -14,6 +14,7 @@ from peft import PeftModel
 from transformers import DynamicCache
 
 from genenv.models.decoding import DecodingRows, Row, cache_layers, next_tokens
+from genenv.models.kv_cache import DecodingCache
 from genenv.models.memory import return_freed_memory
 from genenv.models.packed_linears import packed_linears
 from genenv.models.policy import PolicyPair, length_batches
@@ -238,7 +239,7 @@ class TransformersBackend:
         shared = shared_prefix_length(list({tuple(p) for p in prompts}))
         if not shared:
             return 0, None
-        kv_cache = KeysInValueDtypeCache()
+        kv_cache = DecodingCache()
         ids = torch.tensor([prompts[0][:shared]], device=self.policy.device)
         self._prefill(kv_cache, ids, torch.ones_like(ids))
         return shared, kv_cache
@@ -270,7 +271,7 @@ class TransformersBackend:
         device = self.policy.device
         input_ids, attention = padded(list(distinct), self.policy.tokenizer.pad_token_id, after=shared)
         input_ids, attention = input_ids.to(device), attention.to(device)
-        kv_cache = KeysInValueDtypeCache()
+        kv_cache = DecodingCache()
         for index, (keys, values) in enumerate(cache_layers(prefix_cache) if prefix_cache is not None else []):
             kv_cache.update(keys.expand(len(distinct), -1, -1, -1), values.expand(len(distinct), -1, -1, -1), index)
         logits = self._prefill(kv_cache, input_ids, attention, start=shared)
@@ -324,19 +325,6 @@ def row_generators(seed: int, rows: int, device: torch.device | str) -> list[tor
     """One random stream per row of a call, from `seed`: a row draws the same tokens whatever its batch."""
     seeds = torch.randint(2**62, (rows,), generator=torch.Generator().manual_seed(seed)).tolist()
     return [torch.Generator(device=device).manual_seed(s) for s in seeds]
-
-
-class KeysInValueDtypeCache(DynamicCache):
-    """A KV cache that stores keys in the values' dtype.
-
-    Under bf16 autocast the rotary embedding multiplies bf16 keys by fp32 cos/sin, so keys come out fp32 while
-    values are bf16; attention casts the whole fp32 key cache to bf16 again at every decoding step. Storing the
-    bf16 cast once feeds attention the same values (identical tokens) with half the key memory."""
-
-    def update(
-        self, key_states: torch.Tensor, value_states: torch.Tensor, layer_idx: int, *args, **kwargs
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        return super().update(key_states.to(value_states.dtype), value_states, layer_idx, *args, **kwargs)
 
 
 def _cache_argument(model: PeftModel) -> str:

@@ -11,7 +11,6 @@ from transformers import DynamicCache
 
 from genenv.models.generation import (
     BACKENDS,
-    KeysInValueDtypeCache,
     SamplingSettings,
     TransformersBackend,
     _cache_argument,
@@ -20,6 +19,7 @@ from genenv.models.generation import (
     shared_prefix_length,
     stop_ids,
 )
+from genenv.models.kv_cache import DecodingCache
 from genenv.models.policy import LoraSettings, PolicyPair, length_batches
 
 CONVERSATIONS = [[{"role": "user", "content": "What is the weather in " + "Paris " * n}] for n in (5, 1, 3, 0, 6, 2, 4)]
@@ -192,18 +192,17 @@ def test_bf16_cache_keeps_keys_in_bf16_and_changes_no_token(tiny_model_dir) -> N
     policy = PolicyPair.load(tiny_model_dir, LoraSettings(), precision="bfloat16")
     sampled = SamplingSettings(max_new_tokens=12, temperature=1.0, seed=5)
     new = TransformersBackend(policy, batch_size=4).generate("agent", CONVERSATIONS, sampled)
-    with mock.patch("genenv.models.generation.KeysInValueDtypeCache", DynamicCache):  # the cache generate makes
+    with mock.patch("genenv.models.generation.DecodingCache", DynamicCache):  # the cache generate makes
         before = TransformersBackend(policy, batch_size=4).generate("agent", CONVERSATIONS, sampled)
     assert ids(new) == ids(before)
     prompt = torch.tensor([encode_prompt(policy.tokenizer, CONVERSATIONS[0])])
     dtypes = {}
-    for cache_class in (DynamicCache, KeysInValueDtypeCache):
-        cache = cache_class(config=policy.model.get_base_model().config)
+    for cache in (DynamicCache(), DecodingCache()):
         with torch.no_grad(), policy.autocast():
             policy.model(input_ids=prompt, **{_cache_argument(policy.model): cache})
-        dtypes[cache_class] = [{getattr(layer, kind).dtype for layer in cache.layers} for kind in ("keys", "values")]
+        dtypes[type(cache)] = [{getattr(layer, kind).dtype for layer in cache.layers} for kind in ("keys", "values")]
     assert dtypes[DynamicCache][0] == {torch.float32}, "rotary's fp32 cos/sin promote the keys"
-    keys, values = dtypes[KeysInValueDtypeCache]
+    keys, values = dtypes[DecodingCache]
     assert keys == values and len(keys) == 1
 
 

@@ -1,0 +1,90 @@
+"""Decoding steps over transformers' dynamic KV cache (each layer concatenated at every step) against generation's
+`DecodingCache` (layers appending into reserved columns), on the embedded SmolLM2 as generation runs it.
+
+    python bench/kv_cache.py [--models data/models] [--precision float32|bfloat16] [--shapes 16x48 16x300 ...]
+
+For each shape (rows x prompt columns): a prefill, then `--steps` greedy decoding steps; the median step of each
+cache, taken in alternating order over `--rounds`, their ratio, and whether the greedy tokens are identical.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+
+import torch
+from transformers import DynamicCache
+
+from genenv.models.generation import _cache_argument
+from genenv.models.kv_cache import DecodingCache
+from genenv.models.loading import EMBEDDED_MODEL, resolve_base_model
+from genenv.models.packed_linears import packed_linears
+from genenv.models.policy import LoraSettings, PolicyPair
+
+
+class ConcatenatingCache(DynamicCache):
+    """The cache before reserved columns: keys in the values' dtype, as `DecodingCache`, layers concatenated."""
+
+    def update(self, key_states, value_states, layer_idx, *args, **kwargs):
+        return super().update(key_states.to(value_states.dtype), value_states, layer_idx, *args, **kwargs)
+
+
+def decode(policy: PolicyPair, cache: DynamicCache, rows: int, prompt: int, steps: int) -> tuple[float, torch.Tensor]:
+    """(median seconds of a step, the greedy tokens) after a prompt of `prompt` columns, a quarter of the rows
+    left-padded."""
+    model = policy.model.get_base_model()
+    ids = torch.randint(100, 40_000, (rows, prompt), generator=torch.Generator().manual_seed(rows + prompt))
+    mask = torch.ones(rows, prompt, dtype=torch.long)
+    mask[: rows // 4, : prompt // 8] = 0
+    argument = {_cache_argument(policy.model): cache}
+    logits = model(input_ids=ids, attention_mask=mask, logits_to_keep=1, **argument).logits
+    times, tokens = [], []
+    for _ in range(steps):
+        mask = torch.cat([mask, torch.ones(rows, 1, dtype=torch.long)], dim=1)
+        started = time.perf_counter()
+        tokens.append(logits[:, -1].float().argmax(-1, keepdim=True))
+        logits = model(input_ids=tokens[-1], attention_mask=mask, logits_to_keep=1, **argument).logits
+        times.append(time.perf_counter() - started)
+    return sorted(times)[len(times) // 2], torch.cat(tokens, dim=1)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", type=Path, default=Path("data") / "models", help="model cache folder")
+    parser.add_argument("--precision", choices=("float32", "bfloat16"), default="bfloat16")
+    parser.add_argument("--shapes", nargs="+", default=["16x48", "16x300", "32x300", "16x800"])
+    parser.add_argument("--steps", type=int, default=32)
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+
+    policy = PolicyPair.load(resolve_base_model(EMBEDDED_MODEL, args.models), LoraSettings(), precision=args.precision)
+    caches = {"concatenated": ConcatenatingCache, "reserved columns": DecodingCache}
+    print(
+        f"torch threads {torch.get_num_threads()}, load average {os.getloadavg()[0]:.1f}, {args.precision}, "
+        f"{args.steps} steps, median step, best of {args.rounds} interleaved rounds"
+    )
+    print("rows x prompt   concatenated ms   reserved columns ms   speed-up   identical greedy tokens")
+    with (
+        policy.merged("agent"),
+        packed_linears(policy.model, policy.compute_dtype),
+        torch.inference_mode(),
+        policy.autocast(),
+    ):
+        policy.model.eval()
+        for shape in args.shapes:
+            rows, prompt = (int(n) for n in shape.split("x"))
+            seconds: dict[str, list[float]] = {name: [] for name in caches}
+            tokens = {}
+            for round_ in range(args.rounds):
+                for name in list(caches)[:: -1 if round_ % 2 else 1]:
+                    step, tokens[name] = decode(policy, caches[name](), rows, prompt, args.steps)
+                    seconds[name].append(step)
+            before, after = (min(seconds[name]) for name in caches)
+            same = torch.equal(*tokens.values())
+            print(f"{shape:>13} {1e3 * before:17.1f} {1e3 * after:21.1f} {before / after:9.2f}x   {same}")
+
+
+if __name__ == "__main__":
+    main()
