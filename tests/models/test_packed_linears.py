@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from unittest import mock
 
 import pytest
 import torch
@@ -51,6 +52,25 @@ def test_every_base_linear_is_packed_inside_the_block_and_plain_after(policy: Po
     with pytest.raises(KeyError), packed_linears(policy.model, torch.float32):
         raise KeyError("a failing generation")
     assert packed_layers(policy) == []
+
+
+@pytest.mark.skipif(not can_pack(torch.float32), reason="this build cannot pack float32 weights")
+def test_a_layer_that_fails_to_pack_leaves_every_layer_plain(policy: PolicyPair) -> None:
+    made: list[_PackedForward] = []
+
+    def pack_two_then_fail(module: torch.nn.Linear, dtype: torch.dtype) -> _PackedForward:
+        if len(made) == 2:
+            raise RuntimeError("oneDNN could not pack this weight")
+        made.append(_PackedForward(module, dtype))
+        return made[-1]
+
+    with (
+        mock.patch("genenv.models.packed_linears._PackedForward", pack_two_then_fail),
+        pytest.raises(RuntimeError, match="could not pack"),
+        packed_linears(policy.model, torch.float32),
+    ):
+        pass
+    assert len(made) == 2 and packed_layers(policy) == []
 
 
 def test_generation_packs_only_inside_the_call(policy: PolicyPair) -> None:
