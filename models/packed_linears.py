@@ -1,12 +1,15 @@
-"""Linear layers whose weights are laid out once for oneDNN's CPU kernels, for forward passes that never train.
+"""Linear layers computed by oneDNN's CPU kernels instead of PyTorch's default ones.
 
 A plain CPU `linear` hands oneDNN (bf16) or MKL (fp32) a weight in PyTorch's row-major layout, and the kernel
 re-blocks it on every call: on a decoding step's few rows that costs as much as the multiply. MKL's fp32 matmul
-also runs at half oneDNN's speed on AMD CPUs. Laying each weight out once per generation call
-(`torch.ops.mkldnn._reorder_linear_weight`, what PyTorch's compiler does when it freezes weights) brought the
-matmuls of a 16-row decoding step of the embedded model from 17.6 to 13.4 ms in bf16 and from 62.4 to 21.8 ms in
-fp32 (bench/decode_step.py). bf16 results are bit-identical to `linear`'s (the same oneDNN kernel, minus the
-re-blocking); fp32 differ from MKL's in the last bits.
+also runs at half oneDNN's speed on AMD CPUs, in training's large products too. So:
+- `packed_linears`, for generation: each weight laid out once per call (`torch.ops.mkldnn._reorder_linear_weight`,
+  what PyTorch's compiler does when it freezes weights). It brought the matmuls of a 16-row decoding step of the
+  embedded model from 17.6 to 13.4 ms in bf16 and from 62.4 to 21.8 ms in fp32 (bench/decode_step.py).
+- `OneDnnLinear`, for fp32 forward and backward passes: frozen layers multiplied by oneDNN on their plain weights,
+  no copy kept.
+bf16 results are bit-identical to `linear`'s (the same oneDNN kernel, minus the re-blocking); fp32 differ from
+MKL's in the last bits.
 """
 
 from __future__ import annotations
@@ -54,10 +57,46 @@ class _PackedForward:
         return torch.ops.mkldnn._linear_pointwise(inputs.to(self.dtype), self.weight, self.bias, "none", [], "")
 
 
+class OneDnnLinear(torch.nn.Linear):
+    """A linear layer whose frozen fp32 CPU products, forward and backward, are oneDNN's (`use_onednn`).
+
+    A trainable weight or bias, another dtype or device, or autocast: the plain `linear`."""
+
+    def forward(self, inputs: torch.Tensor) -> torch.Tensor:
+        trainable = self.weight.requires_grad or (self.bias is not None and self.bias.requires_grad)
+        plain_fp32_cpu = inputs.dtype == torch.float32 and inputs.device.type == "cpu"
+        if trainable or not plain_fp32_cpu or torch.is_autocast_enabled("cpu"):
+            return super().forward(inputs)
+        return _OneDnnProduct.apply(inputs, self.weight, self.bias)
+
+
+class _OneDnnProduct(torch.autograd.Function):
+    """x·Wᵀ + b by oneDNN; the backward pass gives x its gradient (g·W, by oneDNN too) and W and b none."""
+
+    @staticmethod
+    def forward(ctx, inputs: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+        ctx.save_for_backward(weight)
+        return torch.ops.mkldnn._linear_pointwise(inputs, weight, bias, "none", [], "")
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor, None, None]:
+        (weight,) = ctx.saved_tensors
+        return torch.ops.mkldnn._linear_pointwise(grad, weight.t(), None, "none", [], ""), None, None
+
+
+def use_onednn(model: torch.nn.Module) -> None:
+    """Make every linear layer of a CPU `model` (LoRA's own A and B layers aside) a `OneDnnLinear`, once at load,
+    where oneDNN computes fp32 products here. Its weights, parameters and state dict are unchanged."""
+    linears = [m for n, m in model.named_modules() if type(m) is torch.nn.Linear and ".lora_" not in n]
+    if linears and linears[0].weight.device.type == "cpu" and can_pack(torch.float32):
+        for module in linears:
+            module.__class__ = OneDnnLinear
+
+
 @cache
 def can_pack(dtype: torch.dtype) -> bool:
-    """Whether this build and CPU pack `dtype` weights and multiply them exactly as `linear` would (to fp32's
-    last bits): oneDNN present, bf16 only on CPUs with bf16 units, checked once on a small layer."""
+    """Whether this build and CPU multiply `dtype` weights by oneDNN, packed and plain, as `linear` would (to
+    fp32's last bits): oneDNN present, bf16 only on CPUs with bf16 units, checked once on a small layer."""
     if dtype not in (torch.float32, torch.bfloat16) or not torch.backends.mkldnn.is_available():
         return False
     if dtype == torch.bfloat16 and not torch.ops.mkldnn._is_mkldnn_bf16_supported():
@@ -66,8 +105,9 @@ def can_pack(dtype: torch.dtype) -> bool:
     inputs = torch.randn(5, 64, generator=torch.Generator().manual_seed(0)).to(dtype)
     try:
         with torch.no_grad():
-            packed = _PackedForward(layer, dtype)(inputs)
-            plain = layer(inputs)
+            plain = layer(inputs).float()
+            packed = _PackedForward(layer, dtype)(inputs).float()
+            dense = torch.ops.mkldnn._linear_pointwise(inputs, layer.weight, layer.bias, "none", [], "").float()
     except RuntimeError:
         return False
-    return torch.allclose(packed.float(), plain.float(), rtol=1e-2, atol=1e-3)
+    return all(torch.allclose(result, plain, rtol=1e-2, atol=1e-3) for result in (packed, dense))

@@ -23,6 +23,7 @@ from genenv.atomic import atomic_path
 from genenv.config import GenEnvConfig
 from genenv.models.loading import make_readable
 from genenv.models.memory import return_freed_memory
+from genenv.models.packed_linears import use_onednn
 from genenv.models.token_logprobs import token_logprobs
 
 ROLES = ("agent", "simulator")
@@ -75,6 +76,8 @@ class PolicyPair:
         if precision == "bfloat16":
             _frozen_linears_to_bf16(model)
             _copy_out_of_weight_file(model)
+        else:
+            use_onednn(model)
         # role -> the AdamW state_dict its next `training(persist=True)` resumes from
         self.optimizer_states: dict[str, dict] = dict(optimizer_states or {})
         self.checkpoint_activations = False

@@ -313,5 +313,7 @@ def test_micro_batch_cut_does_not_change_the_update(tiny_model_dir: Path, snapsh
         results.append((records, snapshot(policy, "agent")))
     (first, weights), *others = results
     for records, other in others:
-        assert [r["loss"] for r in records] == pytest.approx([r["loss"] for r in first], abs=1e-6)
+        # oneDNN's fp32 products (OneDnnLinear) round a row differently in products of other row counts: the
+        # second epoch's losses differ by up to 1.4e-6
+        assert [r["loss"] for r in records] == pytest.approx([r["loss"] for r in first], abs=5e-6)
         assert all(torch.allclose(other[name], weights[name], atol=1e-5) for name in weights)

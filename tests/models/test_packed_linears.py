@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from genenv.models.generation import SamplingSettings, TransformersBackend, encode_prompt
-from genenv.models.packed_linears import _PackedForward, can_pack, packed_linears
+from genenv.models.packed_linears import OneDnnLinear, _PackedForward, can_pack, packed_linears
 from genenv.models.policy import LoraSettings, PolicyPair
 
 CONVERSATIONS = [[{"role": "user", "content": "Book a table for " + "two " * n}] for n in (1, 4, 2, 6)]
@@ -88,3 +88,51 @@ def test_dtypes_onednn_does_not_pack_leave_the_layers_plain(policy: PolicyPair) 
     assert not can_pack(torch.float16)
     with packed_linears(policy.model, torch.float16):
         assert packed_layers(policy) == []
+
+
+def lora_gradients(policy: PolicyPair, ids: torch.Tensor) -> dict[str, torch.Tensor]:
+    policy.activate("agent")
+    policy.model.zero_grad()
+    policy.model(input_ids=ids, labels=ids).loss.backward()
+    return {n: p.grad.clone() for n, p in policy.model.named_parameters() if p.grad is not None}
+
+
+@pytest.mark.skipif(not can_pack(torch.float32), reason="this build cannot multiply float32 by oneDNN")
+def test_fp32_frozen_layers_train_through_onednn_with_the_gradients_of_plain_layers(tiny_model_dir: Path) -> None:
+    policy = PolicyPair.load(tiny_model_dir, LoraSettings())
+    with torch.no_grad():  # B = 0 would give A no gradient
+        for name, param in policy.model.named_parameters():
+            if "lora_B.agent." in name:
+                param.normal_(0.0, 0.1, generator=torch.Generator().manual_seed(1))
+    onednn = [m for m in policy.model.modules() if isinstance(m, OneDnnLinear)]
+    base = [n for n, m in policy.model.named_modules() if isinstance(m, torch.nn.Linear) and ".lora_" not in n]
+    assert len(onednn) == len(base) and not any(isinstance(m, OneDnnLinear) for m in lora_layers(policy))
+    ids = torch.tensor([[1, 40, 41, 42, 43, 60, 61, 7, 9]])
+    through_onednn = lora_gradients(policy, ids)
+    for module in onednn:
+        module.__class__ = torch.nn.Linear
+    plain = lora_gradients(policy, ids)
+    agent_lora = {f"{n}.weight" for n, m in policy.model.named_modules() if m in lora_layers(policy) and ".agent" in n}
+    assert through_onednn.keys() == plain.keys() == agent_lora
+    for name, grad in plain.items():
+        torch.testing.assert_close(through_onednn[name], grad, rtol=1e-4, atol=1e-6)
+        assert grad.abs().sum() > 0
+
+
+def test_a_trainable_weight_gets_its_gradient_from_the_plain_product(tiny_model_dir: Path) -> None:
+    policy = PolicyPair.load(tiny_model_dir, LoraSettings())
+    down = policy.model.get_base_model().model.layers[0].mlp.down_proj
+    assert isinstance(down, OneDnnLinear) or not can_pack(torch.float32)
+    down.weight.requires_grad = True
+    ids = torch.tensor([[1, 40, 41, 42]])
+    policy.model(input_ids=ids, labels=ids).loss.backward()
+    assert down.weight.grad is not None and down.weight.grad.abs().sum() > 0
+
+
+def test_bfloat16_policies_keep_plain_layers(tiny_model_dir: Path) -> None:
+    policy = PolicyPair.load(tiny_model_dir, LoraSettings(), precision="bfloat16")
+    assert not any(isinstance(m, OneDnnLinear) for m in policy.model.modules())
+
+
+def lora_layers(policy: PolicyPair) -> list[torch.nn.Module]:
+    return [m for n, m in policy.model.named_modules() if isinstance(m, torch.nn.Linear) and ".lora_" in n]

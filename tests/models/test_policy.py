@@ -45,7 +45,8 @@ def test_fresh_adapters_equal_the_base(policy: PolicyPair, tiny_model_dir: Path)
         expected = base(ids).logits
         for role in ROLES:
             policy.activate(role)
-            assert torch.allclose(policy.model(ids).logits, expected, atol=1e-6)
+            # to fp32 rounding: the policy's frozen layers multiply by oneDNN (OneDnnLinear), the plain model by MKL
+            assert torch.allclose(policy.model(ids).logits, expected, atol=1e-5)
 
 
 def test_fresh_adapters_are_seeded(tiny_model_dir: Path) -> None:
