@@ -23,7 +23,7 @@ from generation_batching import matmul_gflops  # bench/ is the script's folder
 from genenv.models.generation import _cache_argument
 from genenv.models.kv_cache import DecodingCache
 from genenv.models.loading import EMBEDDED_MODEL, resolve_base_model
-from genenv.models.packed_linears import PACKING_ROWS, can_pack, packed_linears
+from genenv.models.onednn_linears import PACKING_ROWS, can_pack, packed_linears
 from genenv.models.policy import LoraSettings, PolicyPair
 
 PROMPT = 48

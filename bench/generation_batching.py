@@ -31,7 +31,7 @@ import torch
 
 from genenv.models.generation import Completion, SamplingSettings, TransformersBackend, encode_prompt
 from genenv.models.loading import EMBEDDED_MODEL, resolve_base_model
-from genenv.models.packed_linears import can_pack
+from genenv.models.onednn_linears import can_pack
 from genenv.models.policy import LoraSettings, PolicyPair
 
 QUESTIONS = [

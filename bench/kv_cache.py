@@ -20,7 +20,7 @@ from transformers import DynamicCache
 from genenv.models.generation import _cache_argument
 from genenv.models.kv_cache import DecodingCache
 from genenv.models.loading import EMBEDDED_MODEL, resolve_base_model
-from genenv.models.packed_linears import packed_linears
+from genenv.models.onednn_linears import packed_linears
 from genenv.models.policy import LoraSettings, PolicyPair
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 from genenv.models.loading import EMBEDDED_MODEL, resolve_base_model
-from genenv.models.packed_linears import OneDnnLinear
+from genenv.models.onednn_linears import OneDnnLinear
 from genenv.models.policy import LoraSettings, PolicyPair
 
 

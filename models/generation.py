@@ -16,7 +16,7 @@ from transformers import DynamicCache
 from genenv.models.decoding import DecodingRows, Row, cache_layers, next_tokens
 from genenv.models.kv_cache import DecodingCache
 from genenv.models.memory import return_freed_memory
-from genenv.models.packed_linears import packed_linears
+from genenv.models.onednn_linears import packed_linears
 from genenv.models.policy import PolicyPair, length_batches
 from genenv.registry import Registry
 

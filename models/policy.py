@@ -23,7 +23,7 @@ from genenv.atomic import atomic_path
 from genenv.config import GenEnvConfig
 from genenv.models.loading import make_readable
 from genenv.models.memory import return_freed_memory
-from genenv.models.packed_linears import use_onednn
+from genenv.models.onednn_linears import use_onednn
 from genenv.models.token_logprobs import token_logprobs
 
 ROLES = ("agent", "simulator")

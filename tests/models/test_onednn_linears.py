@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from genenv.models.generation import SamplingSettings, TransformersBackend, encode_prompt
-from genenv.models.packed_linears import OneDnnLinear, _PackedForward, can_pack, packed_linears
+from genenv.models.onednn_linears import OneDnnLinear, _PackedForward, can_pack, packed_linears
 from genenv.models.policy import LoraSettings, PolicyPair
 
 CONVERSATIONS = [[{"role": "user", "content": "Book a table for " + "two " * n}] for n in (1, 4, 2, 6)]
@@ -65,7 +65,7 @@ def test_a_layer_that_fails_to_pack_leaves_every_layer_plain(policy: PolicyPair)
         return made[-1]
 
     with (
-        mock.patch("genenv.models.packed_linears._PackedForward", pack_two_then_fail),
+        mock.patch("genenv.models.onednn_linears._PackedForward", pack_two_then_fail),
         pytest.raises(RuntimeError, match="could not pack"),
         packed_linears(policy.model, torch.float32),
     ):
