@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -23,7 +24,7 @@ from generation_batching import matmul_gflops  # bench/ is the script's folder
 from genenv.models.generation import _cache_argument
 from genenv.models.kv_cache import DecodingCache
 from genenv.models.loading import EMBEDDED_MODEL, resolve_base_model
-from genenv.models.onednn_linears import PACKING_ROWS, can_pack, packed_linears
+from genenv.models.onednn_linears import PackedLinear, base_linears, onednn_supports, packed_linears
 from genenv.models.policy import LoraSettings, PolicyPair
 
 PROMPT = 48
@@ -35,9 +36,8 @@ def weight_read_gbs(dtype: torch.dtype, megabytes: int = 256) -> float:
     weight = torch.randn(megabytes * 2**20 // (torch.finfo(dtype).bits // 8) // 4096, 4096).to(dtype)
     row = torch.randn(1, 4096).to(dtype)
     kernels = [lambda: torch.nn.functional.linear(row, weight)]
-    if can_pack(dtype):
-        packed = torch.ops.mkldnn._reorder_linear_weight(weight, PACKING_ROWS)
-        kernels.append(lambda: torch.ops.mkldnn._linear_pointwise(row, packed, None, "none", [], ""))
+    if onednn_supports(dtype):
+        kernels.append(partial(PackedLinear(weight), row))
     seconds = min(_seconds(kernel) for kernel in kernels for _ in range(5))
     return weight.numel() * weight.element_size() / seconds / 1e9
 
@@ -110,7 +110,7 @@ def main() -> None:
     ):
         model = policy.model.get_base_model()
         model.eval()
-        linears = [m for n, m in model.named_modules() if isinstance(m, torch.nn.Linear) and "lora_" not in n]
+        linears = base_linears(model)
         weight_bytes = sum(m.weight.numel() * m.weight.element_size() for m in linears)
         flop_per_row = 2 * sum(m.weight.numel() for m in linears)
         print(

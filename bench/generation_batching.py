@@ -25,13 +25,14 @@ import os
 import time
 from collections.abc import Callable
 from contextlib import nullcontext
+from functools import partial
 from pathlib import Path
 
 import torch
 
 from genenv.models.generation import Completion, SamplingSettings, TransformersBackend, encode_prompt
 from genenv.models.loading import EMBEDDED_MODEL, resolve_base_model
-from genenv.models.onednn_linears import can_pack
+from genenv.models.onednn_linears import PackedLinear, base_linears, onednn_supports
 from genenv.models.policy import LoraSettings, PolicyPair
 
 QUESTIONS = [
@@ -61,9 +62,8 @@ def matmul_gflops(dtype: torch.dtype, seconds: float = 1.0, size: int = 1024) ->
     bound, as loaded now."""
     a, b = torch.randn(size, size, dtype=dtype), torch.randn(size, size, dtype=dtype)
     kernels = [lambda: torch.mm(a, b)]
-    if can_pack(dtype):
-        packed = torch.ops.mkldnn._reorder_linear_weight(b, size)
-        kernels.append(lambda: torch.ops.mkldnn._linear_pointwise(a, packed, None, "none", [], ""))
+    if onednn_supports(dtype):
+        kernels.append(partial(PackedLinear(b, rows=size), a))
     best = 0.0
     for kernel in kernels:
         kernel()
@@ -134,9 +134,8 @@ def main() -> None:
         [{"role": "user", "content": CONTEXTS[i // len(QUESTIONS) % len(CONTEXTS)] + QUESTIONS[i % len(QUESTIONS)]}]
         for i in range(args.conversations)
     ]
-    flop_per_token = 2 * sum(  # the matmuls: embedding lookups are not (bf16 stores the output layer apart)
-        m.weight.numel() for n, m in policy.model.named_modules() if isinstance(m, torch.nn.Linear) and "lora_" not in n
-    )
+    # the matmuls: embedding lookups are not (bf16 stores the output layer apart)
+    flop_per_token = 2 * sum(m.weight.numel() for m in base_linears(policy.model))
     backend = TransformersBackend(policy, args.batch_size)
     backend.generate("agent", conversations[:2], sampling)  # warm-up
 

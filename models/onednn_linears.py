@@ -24,37 +24,38 @@ PACKING_ROWS = 16
 """The row count oneDNN picks its weight layout for: a decoding step's batch. Any count still computes right."""
 
 
+def base_linears(model: torch.nn.Module) -> list[torch.nn.Linear]:
+    """The model's linear layers, LoRA's own A and B layers aside (the base layers they adapt included)."""
+    return [m for n, m in model.named_modules() if isinstance(m, torch.nn.Linear) and ".lora_" not in n]
+
+
 @contextmanager
 def packed_linears(model: torch.nn.Module, dtype: torch.dtype) -> Iterator[None]:
-    """Route every linear layer of `model` (LoRA's own A and B layers aside) through a copy of its weight packed
-    in `dtype`, the dtype its matmuls compute in, until the block ends. Inputs are cast to `dtype` as autocast
-    would. No autograd: use it under `torch.inference_mode()`. A no-op off the CPU or where oneDNN cannot pack."""
-    linears = [
-        module for name, module in model.named_modules() if isinstance(module, torch.nn.Linear) and ".lora_" not in name
-    ]
-    if not linears or linears[0].weight.device.type != "cpu" or not can_pack(dtype):
-        yield
-        return
+    """Route every base linear layer of `model` through a copy of its weight packed in `dtype`, the dtype its
+    matmuls compute in, until the block ends. Inputs are cast to `dtype` as autocast would. No autograd: use it
+    under `torch.inference_mode()`. A no-op off the CPU or where oneDNN cannot multiply `dtype`."""
+    linears = _onednn_linears(model, dtype)
     try:
         with torch.no_grad():
             for module in linears:
-                module.forward = _PackedForward(module, dtype)
+                module.forward = PackedLinear(module.weight.to(dtype), module.bias)
         yield
     finally:
         for module in linears:
             module.__dict__.pop("forward", None)
 
 
-class _PackedForward:
-    """`linear(x, W, b)` as one oneDNN call on W packed once."""
+class PackedLinear:
+    """`linear(x, W, b)` as one oneDNN call on W packed once for `rows`-row inputs, in W's dtype (inputs are cast
+    to it)."""
 
-    def __init__(self, module: torch.nn.Linear, dtype: torch.dtype) -> None:
-        self.dtype = dtype
-        self.weight = torch.ops.mkldnn._reorder_linear_weight(module.weight.to(dtype), PACKING_ROWS)
-        self.bias = None if module.bias is None else module.bias.to(dtype)
+    def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None = None, rows: int = PACKING_ROWS) -> None:
+        self.dtype = weight.dtype
+        self.weight = torch.ops.mkldnn._reorder_linear_weight(weight, rows)
+        self.bias = None if bias is None else bias.to(weight.dtype)
 
     def __call__(self, inputs: torch.Tensor) -> torch.Tensor:
-        return torch.ops.mkldnn._linear_pointwise(inputs.to(self.dtype), self.weight, self.bias, "none", [], "")
+        return _onednn_product(inputs.to(self.dtype), self.weight, self.bias)
 
 
 class OneDnnLinear(torch.nn.Linear):
@@ -76,25 +77,35 @@ class _OneDnnProduct(torch.autograd.Function):
     @staticmethod
     def forward(ctx, inputs: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
         ctx.save_for_backward(weight)
-        return torch.ops.mkldnn._linear_pointwise(inputs, weight, bias, "none", [], "")
+        return _onednn_product(inputs, weight, bias)
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor, None, None]:
         (weight,) = ctx.saved_tensors
-        return torch.ops.mkldnn._linear_pointwise(grad, weight.t(), None, "none", [], ""), None, None
+        return _onednn_product(grad, weight.t()), None, None
 
 
 def use_onednn(model: torch.nn.Module) -> None:
-    """Make every linear layer of a CPU `model` (LoRA's own A and B layers aside) a `OneDnnLinear`, once at load,
-    where oneDNN computes fp32 products here. Its weights, parameters and state dict are unchanged."""
-    linears = [m for n, m in model.named_modules() if type(m) is torch.nn.Linear and ".lora_" not in n]
-    if linears and linears[0].weight.device.type == "cpu" and can_pack(torch.float32):
-        for module in linears:
+    """Make every plain base linear layer of a CPU `model` a `OneDnnLinear`, once at load, where oneDNN computes
+    fp32 products here. Its weights, parameters and state dict are unchanged."""
+    for module in _onednn_linears(model, torch.float32):
+        if type(module) is torch.nn.Linear:
             module.__class__ = OneDnnLinear
 
 
+def _onednn_linears(model: torch.nn.Module, dtype: torch.dtype) -> list[torch.nn.Linear]:
+    """`base_linears(model)` where oneDNN is to multiply them in `dtype`: on the CPU, where `onednn_supports` it."""
+    linears = base_linears(model)
+    return linears if linears and linears[0].weight.device.type == "cpu" and onednn_supports(dtype) else []
+
+
+def _onednn_product(inputs: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """inputs·weightᵀ + bias in one oneDNN call, `weight` plain or packed (`PackedLinear`)."""
+    return torch.ops.mkldnn._linear_pointwise(inputs, weight, bias, "none", [], "")
+
+
 @cache
-def can_pack(dtype: torch.dtype) -> bool:
+def onednn_supports(dtype: torch.dtype) -> bool:
     """Whether this build and CPU multiply `dtype` weights by oneDNN, packed and plain, as `linear` would (to
     fp32's last bits): oneDNN present, bf16 only on CPUs with bf16 units, checked once on a small layer."""
     if dtype not in (torch.float32, torch.bfloat16) or not torch.backends.mkldnn.is_available():
@@ -106,8 +117,8 @@ def can_pack(dtype: torch.dtype) -> bool:
     try:
         with torch.no_grad():
             plain = layer(inputs).float()
-            packed = _PackedForward(layer, dtype)(inputs).float()
-            dense = torch.ops.mkldnn._linear_pointwise(inputs, layer.weight, layer.bias, "none", [], "").float()
+            packed = PackedLinear(layer.weight, layer.bias)(inputs).float()
+            dense = _onednn_product(inputs, layer.weight, layer.bias).float()
     except RuntimeError:
         return False
     return all(torch.allclose(result, plain, rtol=1e-2, atol=1e-3) for result in (packed, dense))

@@ -23,7 +23,7 @@ from genenv.atomic import atomic_path
 from genenv.config import GenEnvConfig
 from genenv.models.loading import make_readable
 from genenv.models.memory import return_freed_memory
-from genenv.models.onednn_linears import use_onednn
+from genenv.models.onednn_linears import base_linears, use_onednn
 from genenv.models.token_logprobs import token_logprobs
 
 ROLES = ("agent", "simulator")
@@ -388,8 +388,8 @@ def _frozen_linears_to_bf16(model: PeftModel) -> None:
     """
     adapted = {id(m.get_base_layer()) for m in model.modules() if isinstance(m, LoraLayer)}
     with torch.no_grad():
-        for name, module in model.named_modules():
-            if isinstance(module, torch.nn.Linear) and ".lora_" not in name and id(module) not in adapted:
+        for module in base_linears(model):
+            if id(module) not in adapted:
                 module.weight = torch.nn.Parameter(module.weight.to(torch.bfloat16), requires_grad=False)
                 if module.bias is not None:
                     module.bias = torch.nn.Parameter(module.bias.to(torch.bfloat16), requires_grad=False)

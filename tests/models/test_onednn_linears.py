@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from genenv.models.generation import SamplingSettings, TransformersBackend, encode_prompt
-from genenv.models.onednn_linears import OneDnnLinear, _PackedForward, can_pack, packed_linears
+from genenv.models.onednn_linears import OneDnnLinear, PackedLinear, onednn_supports, packed_linears
 from genenv.models.policy import LoraSettings, PolicyPair
 
 CONVERSATIONS = [[{"role": "user", "content": "Book a table for " + "two " * n}] for n in (1, 4, 2, 6)]
@@ -26,23 +26,23 @@ def logits(policy: PolicyPair, packed: bool) -> torch.Tensor:
 
 
 def packed_layers(policy: PolicyPair) -> list[str]:
-    return [n for n, m in policy.model.named_modules() if isinstance(m.__dict__.get("forward"), _PackedForward)]
+    return [n for n, m in policy.model.named_modules() if isinstance(m.__dict__.get("forward"), PackedLinear)]
 
 
-@pytest.mark.skipif(not can_pack(torch.bfloat16), reason="this CPU or build cannot pack bfloat16 weights")
+@pytest.mark.skipif(not onednn_supports(torch.bfloat16), reason="this CPU or build cannot pack bfloat16 weights")
 def test_bfloat16_logits_are_bit_identical_to_plain_linear_layers(tiny_model_dir: Path) -> None:
     policy = PolicyPair.load(tiny_model_dir, LoraSettings(), precision="bfloat16")
     assert torch.equal(logits(policy, packed=True), logits(policy, packed=False))
 
 
-@pytest.mark.skipif(not can_pack(torch.float32), reason="this build cannot pack float32 weights")
+@pytest.mark.skipif(not onednn_supports(torch.float32), reason="this build cannot pack float32 weights")
 def test_float32_logits_match_plain_linear_layers_to_rounding(policy: PolicyPair) -> None:
     packed, plain = logits(policy, packed=True), logits(policy, packed=False)
     torch.testing.assert_close(packed, plain, rtol=1e-5, atol=1e-5)
     assert torch.equal(packed.argmax(-1), plain.argmax(-1))
 
 
-@pytest.mark.skipif(not can_pack(torch.float32), reason="this build cannot pack float32 weights")
+@pytest.mark.skipif(not onednn_supports(torch.float32), reason="this build cannot pack float32 weights")
 def test_every_base_linear_is_packed_inside_the_block_and_plain_after(policy: PolicyPair) -> None:
     base_linears = [n for n, m in policy.model.named_modules() if isinstance(m, torch.nn.Linear) and ".lora_" not in n]
     with policy.merged("agent"), packed_linears(policy.model, torch.float32):
@@ -54,18 +54,18 @@ def test_every_base_linear_is_packed_inside_the_block_and_plain_after(policy: Po
     assert packed_layers(policy) == []
 
 
-@pytest.mark.skipif(not can_pack(torch.float32), reason="this build cannot pack float32 weights")
+@pytest.mark.skipif(not onednn_supports(torch.float32), reason="this build cannot pack float32 weights")
 def test_a_layer_that_fails_to_pack_leaves_every_layer_plain(policy: PolicyPair) -> None:
-    made: list[_PackedForward] = []
+    made: list[PackedLinear] = []
 
-    def pack_two_then_fail(module: torch.nn.Linear, dtype: torch.dtype) -> _PackedForward:
+    def pack_two_then_fail(weight: torch.Tensor, bias: torch.Tensor | None) -> PackedLinear:
         if len(made) == 2:
             raise RuntimeError("oneDNN could not pack this weight")
-        made.append(_PackedForward(module, dtype))
+        made.append(PackedLinear(weight, bias))
         return made[-1]
 
     with (
-        mock.patch("genenv.models.onednn_linears._PackedForward", pack_two_then_fail),
+        mock.patch("genenv.models.onednn_linears.PackedLinear", pack_two_then_fail),
         pytest.raises(RuntimeError, match="could not pack"),
         packed_linears(policy.model, torch.float32),
     ):
@@ -80,12 +80,12 @@ def test_generation_packs_only_inside_the_call(policy: PolicyPair) -> None:
         TransformersBackend(policy).generate("agent", CONVERSATIONS[:1], SamplingSettings(max_new_tokens=2))
     finally:
         hook.remove()
-    assert seen and all(bool(layers) == can_pack(torch.float32) for layers in seen)
+    assert seen and all(bool(layers) == onednn_supports(torch.float32) for layers in seen)
     assert packed_layers(policy) == []
 
 
 def test_dtypes_onednn_does_not_pack_leave_the_layers_plain(policy: PolicyPair) -> None:
-    assert not can_pack(torch.float16)
+    assert not onednn_supports(torch.float16)
     with packed_linears(policy.model, torch.float16):
         assert packed_layers(policy) == []
 
@@ -97,7 +97,7 @@ def lora_gradients(policy: PolicyPair, ids: torch.Tensor) -> dict[str, torch.Ten
     return {n: p.grad.clone() for n, p in policy.model.named_parameters() if p.grad is not None}
 
 
-@pytest.mark.skipif(not can_pack(torch.float32), reason="this build cannot multiply float32 by oneDNN")
+@pytest.mark.skipif(not onednn_supports(torch.float32), reason="this build cannot multiply float32 by oneDNN")
 def test_fp32_frozen_layers_train_through_onednn_with_the_gradients_of_plain_layers(tiny_model_dir: Path) -> None:
     policy = PolicyPair.load(tiny_model_dir, LoraSettings())
     with torch.no_grad():  # B = 0 would give A no gradient
@@ -122,7 +122,7 @@ def test_fp32_frozen_layers_train_through_onednn_with_the_gradients_of_plain_lay
 def test_a_trainable_weight_gets_its_gradient_from_the_plain_product(tiny_model_dir: Path) -> None:
     policy = PolicyPair.load(tiny_model_dir, LoraSettings())
     down = policy.model.get_base_model().model.layers[0].mlp.down_proj
-    assert isinstance(down, OneDnnLinear) or not can_pack(torch.float32)
+    assert isinstance(down, OneDnnLinear) or not onednn_supports(torch.float32)
     down.weight.requires_grad = True
     ids = torch.tensor([[1, 40, 41, 42]])
     policy.model(input_ids=ids, labels=ids).loss.backward()
