@@ -16,6 +16,7 @@ from pathlib import Path
 
 import torch
 from transformers import DynamicCache
+from transformers.cache_utils import DynamicLayer
 
 from genenv.models.generation import _cache_argument
 from genenv.models.kv_cache import DecodingCache
@@ -24,11 +25,12 @@ from genenv.models.onednn_linears import packed_linears
 from genenv.models.policy import LoraSettings, PolicyPair
 
 
-class ConcatenatingCache(DynamicCache):
-    """The cache before reserved columns: keys in the values' dtype, as `DecodingCache`, layers concatenated."""
+class ConcatenatingCache(DecodingCache):
+    """The cache before reserved columns: `DecodingCache` with transformers' concatenating layers."""
 
-    def update(self, key_states, value_states, layer_idx, *args, **kwargs):
-        return super().update(key_states.to(value_states.dtype), value_states, layer_idx, *args, **kwargs)
+    def __init__(self) -> None:
+        super().__init__()
+        self.layer_class_to_replicate = DynamicLayer
 
 
 def decode(policy: PolicyPair, cache: DynamicCache, rows: int, prompt: int, steps: int) -> tuple[float, torch.Tensor]:
