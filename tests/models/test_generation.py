@@ -85,10 +85,15 @@ def test_sampling_is_deterministic_per_seed(policy: PolicyPair) -> None:
 
 
 def test_progress_counts_rows_as_they_end(policy: PolicyPair) -> None:
+    """All rows decode in one group, and stop tokens end them after different numbers of steps: progress hears of
+    each step's ended rows at that step, shortest answers first."""
+    unstopped = ids(TransformersBackend(policy).generate("agent", CONVERSATIONS, GREEDY))
+    policy.model.generation_config.eos_token_id = [row[2 + i % 5] for i, row in enumerate(unstopped[:4])]
     seen: list[int] = []
-    backend = TransformersBackend(policy, batch_size=3)
-    backend.generate("agent", CONVERSATIONS, GREEDY, progress=seen.append)
-    assert sum(seen) == len(CONVERSATIONS) and len(seen) > 1 and min(seen) > 0
+    backend = TransformersBackend(policy, batch_size=len(CONVERSATIONS) + 1)
+    lengths = [len(c) for c in ids(backend.generate("agent", CONVERSATIONS, GREEDY, progress=seen.append))]
+    assert len(set(lengths)) >= 3, lengths
+    assert seen == [lengths.count(n) for n in sorted(set(lengths))]
     assert backend.generate("agent", [], GREEDY, progress=seen.append) == []
 
 
