@@ -10,7 +10,8 @@ from pathlib import Path
 
 from genenv.benchmark_data import INSTALL_BFCL, bfcl_dir
 from genenv.domains.tool_call.checker import check
-from genenv.evaluation import loaders, prompts
+from genenv.domains.tool_call.prompts import agent_messages
+from genenv.evaluation import loaders
 from genenv.evaluation.registry import Item, ItemScore, register_benchmark
 
 CATEGORIES = ("simple_python", "multiple", "parallel", "irrelevance")
@@ -32,7 +33,7 @@ class Bfcl:
         for category in self.categories:
             for entry in loaders.bfcl_entries(data_dir, category, limit):
                 reference = {"functions": entry["function"], "ground_truth": entry["ground_truth"]}
-                messages = prompts.bfcl_messages(entry["function"], entry["question"][0])
+                messages = agent_messages(entry["function"], entry["question"][0])
                 items.append(Item(entry["id"], category, messages, reference))
         return items
 

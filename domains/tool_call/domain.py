@@ -70,7 +70,8 @@ class ToolCallDomain:
         return seeds
 
     def agent_messages(self, task: TaskInstance) -> Messages:
-        return prompts.agent_messages(task.spec["functions"], task.spec["question"])
+        """BFCL's prompt for the task's functions and request: what the benchmark will show the agent."""
+        return prompts.agent_messages(task.spec["functions"], [{"role": "user", "content": task.spec["question"]}])
 
     def simulator_messages(
         self, seed: TaskInstance, success_rate: float | None, alpha: float = 0.5, k_min: float = 0.1

@@ -223,8 +223,8 @@ def test_prompts() -> None:
     system, user = DOMAIN.agent_messages(SEED)
     assert system["role"] == "system" and user == {"role": "user", "content": "What's the weather in Oslo for 2 days?"}
     assert "[func_name1(params_name1=params_value1" in system["content"]
-    assert "If none of the functions can be used, point it out by answering []." in system["content"]
-    assert '"name":"weather.forecast"' in system["content"]
+    assert "If none of the functions can be used, point it out." in system["content"]
+    assert '"name": "weather.forecast"' in system["content"]
     sim_user = DOMAIN.simulator_messages(SEED, 0.375)[1]["content"]
     assert "The agent currently solves 38% of tasks like this." in sim_user
     assert 'Answer: [weather.forecast(city="Oslo", days=2)]' in sim_user

@@ -7,8 +7,6 @@ import re
 from collections import Counter
 from pathlib import Path
 
-import pytest
-
 from genenv.domains.base import ValidationContext, get_domain
 from genenv.domains.decontamination import BenchmarkIndex
 from genenv.domains.tool_call.calls import Call, parse_calls
@@ -102,8 +100,3 @@ def test_no_seed_overlaps_the_benchmarks(benchmark_index: BenchmarkIndex, benchm
         for function in json.loads(line)["function"]
     }
     assert benchmark_names.isdisjoint(f["name"] for seed in SEEDS for f in seed.spec["functions"])
-
-
-@pytest.mark.parametrize("seed", SEEDS[:3], ids=lambda seed: seed.task_id)
-def test_agent_prompt_stays_compact(seed) -> None:
-    assert sum(len(m["content"]) for m in DOMAIN.agent_messages(seed)) < 2500
