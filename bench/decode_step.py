@@ -21,11 +21,10 @@ from pathlib import Path
 import torch
 from generation_batching import matmul_gflops  # bench/ is the script's folder
 
-from genenv.models.generation import _cache_argument
 from genenv.models.kv_cache import DecodingCache
 from genenv.models.loading import EMBEDDED_MODEL, resolve_base_model
 from genenv.models.onednn_linears import PackedLinear, base_linears, onednn_supports, packed_linears
-from genenv.models.policy import LoraSettings, PolicyPair
+from genenv.models.policy import LoraSettings, PolicyPair, cache_argument
 
 PROMPT = 48
 
@@ -60,7 +59,7 @@ def step_seconds(policy: PolicyPair, rows: int, steps: int) -> float:
     mask[: rows // 4, :5] = 0
     model = policy.model.get_base_model()
     kv_cache = DecodingCache()
-    cache = {_cache_argument(policy.model): kv_cache}
+    cache = {cache_argument(policy.model): kv_cache}
     logits = model(input_ids=ids, attention_mask=mask, logits_to_keep=1, **cache).logits
     times = []
     for _ in range(steps):

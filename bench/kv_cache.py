@@ -18,11 +18,10 @@ import torch
 from transformers import DynamicCache
 from transformers.cache_utils import DynamicLayer
 
-from genenv.models.generation import _cache_argument
 from genenv.models.kv_cache import DecodingCache
 from genenv.models.loading import EMBEDDED_MODEL, resolve_base_model
 from genenv.models.onednn_linears import packed_linears
-from genenv.models.policy import LoraSettings, PolicyPair
+from genenv.models.policy import LoraSettings, PolicyPair, cache_argument
 
 
 class ConcatenatingCache(DecodingCache):
@@ -40,7 +39,7 @@ def decode(policy: PolicyPair, cache: DynamicCache, rows: int, prompt: int, step
     ids = torch.randint(100, 40_000, (rows, prompt), generator=torch.Generator().manual_seed(rows + prompt))
     mask = torch.ones(rows, prompt, dtype=torch.long)
     mask[: rows // 4, : prompt // 8] = 0
-    argument = {_cache_argument(policy.model): cache}
+    argument = {cache_argument(policy.model): cache}
     logits = model(input_ids=ids, attention_mask=mask, logits_to_keep=1, **argument).logits
     times, tokens = [], []
     for _ in range(steps):

@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
-import inspect
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cache
 from typing import Protocol
 
 import torch
-from peft import PeftModel
 from transformers import DynamicCache
 
 from genenv.models.decoding import DecodingRows, Row, cache_layers, next_tokens
 from genenv.models.kv_cache import DecodingCache
 from genenv.models.memory import return_freed_memory
 from genenv.models.onednn_linears import packed_linears
-from genenv.models.policy import PolicyPair, length_batches
+from genenv.models.policy import PolicyPair, cache_argument, length_batches, shared_prefix_length
 from genenv.registry import Registry
 
 
@@ -86,13 +83,6 @@ def padded(prompts: Sequence[Sequence[int]], pad_id: int, after: int = 0) -> tup
         input_ids[row, :after], input_ids[row, rest:] = torch.tensor(prompt[:after]), torch.tensor(prompt[after:])
         attention[row, :after], attention[row, rest:] = 1, 1
     return input_ids, attention
-
-
-def shared_prefix_length(prompts: Sequence[Sequence[int]]) -> int:
-    """Tokens every prompt starts with (the system prompt, or a whole prompt repeated), leaving each prompt at
-    least its last token, whose logits give the prompt's first generated token."""
-    shortest = min(len(p) for p in prompts) - 1
-    return next((i for i in range(shortest) if len({p[i] for p in prompts}) > 1), max(shortest, 0))
 
 
 def stop_ids(policy: PolicyPair) -> set[int]:
@@ -295,7 +285,7 @@ class TransformersBackend:
             position_ids=positions,
             logits_to_keep=1,
             use_cache=True,
-            **{_cache_argument(model): rows.cache},
+            **{cache_argument(model): rows.cache},
         ).logits[:, -1]
         return self._sample(logits, rows.generators(), sampling)
 
@@ -316,7 +306,7 @@ class TransformersBackend:
                 position_ids=positions[:, begin:end],
                 logits_to_keep=1,
                 use_cache=True,
-                **{_cache_argument(model): kv_cache},
+                **{cache_argument(model): kv_cache},
             ).logits
         return logits[:, -1]
 
@@ -325,13 +315,3 @@ def row_generators(seed: int, rows: int, device: torch.device | str) -> list[tor
     """One random stream per row of a call, from `seed`: a row draws the same tokens whatever its batch."""
     seeds = torch.randint(2**62, (rows,), generator=torch.Generator().manual_seed(seed)).tolist()
     return [torch.Generator(device=device).manual_seed(s) for s in seeds]
-
-
-def _cache_argument(model: PeftModel) -> str:
-    """transformers 5.24 renamed `generate`'s `past_key_values` to `cache`; 5.19 (vLLM's pin) has the old name."""
-    return _cache_parameter(type(model.get_base_model()))
-
-
-@cache
-def _cache_parameter(model_class: type) -> str:
-    return "cache" if "cache" in inspect.signature(model_class.forward).parameters else "past_key_values"

@@ -13,14 +13,12 @@ from genenv.models.generation import (
     BACKENDS,
     SamplingSettings,
     TransformersBackend,
-    _cache_argument,
     encode_prompt,
     padded,
-    shared_prefix_length,
     stop_ids,
 )
 from genenv.models.kv_cache import DecodingCache
-from genenv.models.policy import LoraSettings, PolicyPair, length_batches
+from genenv.models.policy import LoraSettings, PolicyPair, cache_argument, length_batches, shared_prefix_length
 
 CONVERSATIONS = [[{"role": "user", "content": "What is the weather in " + "Paris " * n}] for n in (5, 1, 3, 0, 6, 2, 4)]
 GREEDY = SamplingSettings(max_new_tokens=10, temperature=0)
@@ -204,7 +202,7 @@ def test_bf16_cache_keeps_keys_in_bf16_and_changes_no_token(tiny_model_dir) -> N
     dtypes = {}
     for cache in (DynamicCache(), DecodingCache()):
         with torch.no_grad(), policy.autocast():
-            policy.model(input_ids=prompt, **{_cache_argument(policy.model): cache})
+            policy.model(input_ids=prompt, **{cache_argument(policy.model): cache})
         dtypes[type(cache)] = [{getattr(layer, kind).dtype for layer in cache.layers} for kind in ("keys", "values")]
     assert dtypes[DynamicCache][0] == {torch.float32}, "rotary's fp32 cos/sin promote the keys"
     keys, values = dtypes[DecodingCache]

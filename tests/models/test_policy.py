@@ -11,6 +11,7 @@ from transformers import AutoModelForCausalLM
 
 from genenv.models.policy import (
     COMPLETION_STEP,
+    MIN_SHARED_PREFIX,
     ROLES,
     SHAPE_STEP,
     LoraSettings,
@@ -314,3 +315,35 @@ def test_bf16_stores_frozen_weights_once_with_autocast_rounding(tiny_model_dir: 
             merged, _, _ = policy.completion_logprobs(PROMPTS, COMPLETIONS)
     torch.testing.assert_close(merged, expected, rtol=0, atol=0)
     assert all(weights[n] is p for n, p in policy.model.named_parameters()), "the stored tensors are back"
+
+
+def test_rows_sharing_a_prompt_prefix_compute_it_once_with_the_same_result(policy: PolicyPair) -> None:
+    """A micro-batch's common first prompt tokens (a domain's system prompt) are computed once and their keys and
+    values shared by every row; the log-probs and the LoRA gradient are those of each row computed whole."""
+    perturb(policy, "agent")
+    policy.activate("agent")
+    policy.model.train()
+    prefix = list(range(5, 5 + MIN_SHARED_PREFIX + 9))
+    prompts = [[1, *prefix, 50, 51], [1, *prefix, 52], [1, *prefix, 53, 54, 55, 56]]
+    completions = [[60, 61], [62, 63, 64], [65]]
+    assert policy.shared_prefix(prompts) == 1 + len(prefix)
+    shapes = []
+    hook = policy.model.get_input_embeddings().register_forward_hook(lambda _m, args, _o: shapes.append(args[0].shape))
+    try:
+        logp, _, mask = policy.completion_token_logprobs(prompts, completions)
+    finally:
+        hook.remove()
+    assert shapes[0] == (1, 1 + len(prefix)) and shapes[1][0] == len(prompts)
+    shared_grads = torch.autograd.grad(logp[mask].sum(), policy.trainable_parameters())
+    params = policy.trainable_parameters()
+    whole = torch.zeros(())
+    for prompt, completion in zip(prompts, completions, strict=True):
+        log_probs = policy.model(torch.tensor([prompt + completion])).logits[0, :-1].log_softmax(-1)
+        whole = whole + log_probs[len(prompt) - 1 :].gather(-1, torch.tensor(completion).unsqueeze(-1)).sum()
+    whole_grads = torch.autograd.grad(whole, params)
+    # fp32 sums in another order (the prefix's keys and values are one computation, not three): rounding only
+    assert logp[mask].sum().item() == pytest.approx(whole.item(), abs=1e-4)
+    for shared, expected in zip(shared_grads, whole_grads, strict=True):
+        assert torch.allclose(shared, expected, atol=1e-5, rtol=1e-4)
+    assert policy.shared_prefix([prompts[0], [2, *prefix, 52]]) == 0  # nothing in common
+    assert policy.shared_prefix([[1, *prefix[:5], 50], [1, *prefix[:5], 51]]) == 0  # too few to be worth it
