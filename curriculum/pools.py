@@ -7,8 +7,9 @@ training records) grows with every kept batch. Draws are seeded so a generation 
 from __future__ import annotations
 
 import hashlib
+import math
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -40,3 +41,48 @@ def grow_pool(pool: Sequence[str], fresh_valid: Sequence[str]) -> list[str]:
             seen.add(task_id)
             grown.append(task_id)
     return grown
+
+
+ABSTENTION_TRIES = 20
+"""Random pairs tried per abstention task asked for (83% of pairs of shipped tool_call seeds qualify)."""
+
+
+def abstention_tasks(
+    pool: Sequence[T], count: int, rng: random.Random, make: Callable[[T, T, int], T | None], key: Callable[[T], str]
+) -> list[T]:
+    """Up to `count` distinct (by `key`) abstention tasks built by construction: `make(offered, request, index)` puts
+    one pool task's request to another's means, or returns None when those could serve it. Tries random pairs, at
+    most ABSTENTION_TRIES per task asked for, so a pool with few workable pairs gives fewer rather than hanging."""
+    built: dict[str, T] = {}
+    for _ in range(ABSTENTION_TRIES * count):
+        if len(built) == count or len(pool) < 2:
+            break
+        offered, request = rng.sample(list(pool), 2)
+        task = make(offered, request, len(built))
+        if task is not None and key(task) not in built:
+            built[key(task)] = task
+    return list(built.values())
+
+
+def intended_abstentions(share: float, other_groups: int) -> int:
+    """Abstention groups that make (at least) `share` of a batch whose other groups number `other_groups`: rounded
+    up, so a small batch still holds one."""
+    return math.ceil(share / (1.0 - share) * other_groups - 1e-9)
+
+
+def dense_groups(
+    groups: Mapping[str, tuple[str, Sequence[float]]], caps: Mapping[str, int | None], rng: random.Random
+) -> list[str]:
+    """DAPO's dynamic sampling: the ids of the groups whose rewards differ (equal rewards carry no GRPO signal), at
+    most caps[purpose] of each purpose (None: all), drawn at random where there are more. `groups` maps a group id
+    to (purpose, rewards)."""
+    spread: dict[str, list[str]] = {}
+    for group_id in sorted(groups):
+        purpose, rewards = groups[group_id]
+        if max(rewards) != min(rewards):
+            spread.setdefault(purpose, []).append(group_id)
+    kept = []
+    for purpose, ids in spread.items():
+        cap = caps.get(purpose)
+        kept += ids if cap is None or len(ids) <= cap else rng.sample(ids, cap)
+    return sorted(kept)

@@ -134,6 +134,11 @@ class Domain(Protocol):
         """(agent prompt, reply) pairs that solve `task`: the agent's warm-start examples (one per turn)."""
         ...
 
+    def difficulty(self, task: TaskInstance) -> float:
+        """A cheap estimate that grows with how hard `task` is (for tool_call: the calls and argument values its
+        answer needs): the simulator's warm start shows the success rate whose hint fits a seed -> sibling pair."""
+        ...
+
     def benchmark_texts(self, benchmarks_dir: str) -> Iterable[str]:
         """Texts from evaluation data that generated or seed tasks must not overlap."""
         ...
@@ -166,6 +171,19 @@ class MultiTurnDomain(Domain, Protocol):
     """A domain whose tasks are played turn by turn; `agent_messages` is then the first turn's prompt."""
 
     def start_episode(self, task: TaskInstance) -> Episode: ...
+
+
+@runtime_checkable
+class AbstainingDomain(Domain, Protocol):
+    """A domain where the right answer can be to do nothing (tool_call: `[]` when no offered function fits), which
+    the agent unlearns unless the curriculum keeps asking for it: abstention tasks are then built by construction."""
+
+    def is_abstention(self, task: TaskInstance) -> bool: ...
+
+    def abstention_task(self, offered: TaskInstance, request: TaskInstance, task_id: str) -> TaskInstance | None:
+        """`request`'s request put to `offered`'s means (for tool_call, its functions), answered by abstaining; None
+        when those means could serve the request, or `request` is an abstention itself."""
+        ...
 
 
 DOMAINS: Registry[Callable[[GenEnvConfig], Domain]] = Registry("domain")

@@ -87,6 +87,20 @@ class GenEnvConfig:
     agent_top_p: float = _f(
         1.0, "Nucleus sampling of agent rollouts; a small model sampled from its whole vocabulary writes noise."
     )
+    abstention_share: float = _f(
+        0.2,
+        "Share of the agent's GRPO groups that are abstention tasks built by construction each generation: a "
+        "training request offered only functions that cannot serve it, answered by abstaining (tool_call: `[]`). "
+        "Keeps the agent from unlearning abstention (BFCL irrelevance); domains without abstention ignore it.",
+    )
+    dynamic_sampling: bool = _f(
+        True,
+        "DAPO's dynamic sampling: pool and abstention tasks are drawn dynamic_sampling_draws times over, and GRPO "
+        "trains only on groups whose rewards differ (up to the intended counts); false trains on every group.",
+    )
+    dynamic_sampling_draws: int = _f(
+        2, "With dynamic_sampling: pool and abstention tasks drawn and rolled out per one trained on."
+    )
     solved_threshold: float = _f(0.5, "A trajectory counts as solved when R_agent >= this.")
     probe_tasks: int = _f(
         16, "Fresh tasks answered greedily before and after the agent's update, to measure what the update did."
@@ -107,6 +121,12 @@ class GenEnvConfig:
     agent_lr: float = _f(5e-5, "GRPO learning rate (LoRA).")
     agent_kl_coef: float = _f(
         0.001, "GRPO KL coefficient to the initial agent: its adapter after the warm start (paper: 0.001)."
+    )
+    agent_replay_rows: int = _f(
+        0,
+        "Anchor against forgetting: after each GRPO update the agent takes supervised steps on the gold answers of "
+        "this many D_train tasks (a quarter of them abstentions where the domain has them), in batches of "
+        "train_batch_size, continuing the same AdamW; 0: off.",
     )
     agent_epochs: int = _f(1, "GRPO passes over this generation's rollouts (TRL's num_iterations).")
     agent_minibatch_size: int = _f(
@@ -165,6 +185,7 @@ class GenEnvConfig:
             "train_batch_size",
             "simulator_max_records",
             "episode_max_turns",
+            "dynamic_sampling_draws",
         ):
             need(getattr(self, name) >= 1, name, "must be >= 1")
         need(self.precision in ("float32", "bfloat16"), "precision", "must be float32 or bfloat16")
@@ -178,10 +199,12 @@ class GenEnvConfig:
             "warm_start_examples",
             "simulator_epochs",
             "probe_tasks",
+            "agent_replay_rows",
         )
         for name in (*at_least_zero, "max_heldout"):
             need(getattr(self, name) >= 0, name, "must be >= 0")
         need(0.0 < self.solved_threshold <= 1.0, "solved_threshold", "must be in (0, 1]")
+        need(0.0 <= self.abstention_share < 1.0, "abstention_share", "must be in [0, 1)")
         need(0.0 <= self.alpha <= 1.0, "alpha", "must be in [0, 1]")
         need(self.beta > 0, "beta", "must be > 0")
         need(0.0 <= self.k_min <= 1.0, "k_min", "must be in [0, 1]")

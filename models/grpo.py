@@ -98,7 +98,8 @@ def grpo_update(
     """
     advantages = group_advantages(samples)
     zero_spread = zero_spread_share(samples)
-    plan = _minibatches(len(samples), minibatch_size, epochs, seed)
+    # Nothing to train on is still one (skipped) step on record: the stage's log says the update ran.
+    plan = _minibatches(len(samples), minibatch_size, epochs, seed) or [[]]
     # Without a KL term a zero-advantage row contributes exactly nothing: never forward it.
     live = [i for i, s in enumerate(samples) if s.completion_ids and (kl_coef != 0.0 or advantages[i] != 0.0)]
     if not live or all(a == 0.0 for a in advantages):  # no learning signal: weights and optimizer untouched

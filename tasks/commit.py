@@ -12,9 +12,11 @@ from typing import Any
 import polars as pl
 from prefect import get_run_logger
 
+from genenv.evaluation.bootstrap import bootstrap_mean
 from genenv.tasks.artifacts import publish_generation
 from genenv.tasks.context import GenerationRef, pool_ids
 from genenv.tasks.contract import Adapters, Measured, StageOutput, generation_stage
+from genenv.tasks.finetune import agent_batch
 
 
 def _mean(series: pl.Series) -> float | None:
@@ -31,8 +33,10 @@ def generation_metrics(ref: GenerationRef, stage_seconds: dict[str, float]) -> d
     def by(purpose: str) -> pl.DataFrame:
         return trajectories.filter(purpose=purpose)
 
-    def last_loss(role: str) -> float | None:
-        losses = training.filter(role=role).sort("step")["loss"]
+    def last_loss(role: str, replay: bool = False) -> float | None:
+        """The role's last step's loss in its main phase (warm start, GRPO or RWR), or in the agent's replay."""
+        steps = training.filter(pl.col("role") == role, (pl.col("phase") == "replay") == replay)
+        losses = steps.sort("step")["loss"]
         return None if losses.is_empty() else round(float(losses[-1]), 4)
 
     reasons = tasks.filter(~pl.col("valid"))["reject_reason"].value_counts(sort=True)
@@ -44,15 +48,39 @@ def generation_metrics(ref: GenerationRef, stage_seconds: dict[str, float]) -> d
         "band_share": _mean(batches["in_band"]),
         "fresh_success": _mean(by("fresh")["solved"]),
         "pool_success": _mean(by("pool")["solved"]),
+        "abstention_success": _mean(by("abstention")["solved"]),
+        **_groups(ref),
         "heldout_success": _mean(by("heldout")["solved"]),
+        **_heldout_interval(by("heldout")["solved"]),
         "probe_before": _mean(by("probe_before")["reward"]),
         "probe_after": _mean(by("probe_after")["reward"]),
         "mean_completion_tokens": _mean(trajectories["completion_tokens"]),
         "agent_loss": last_loss("agent"),
+        "replay_loss": last_loss("agent", replay=True),
         "simulator_loss": last_loss("simulator"),
         "d_train": len(pool_ids(ref, "train", g)),
         "d_env": len(pool_ids(ref, "env", g)),
         "stage_seconds": stage_seconds,
+    }
+
+
+def _heldout_interval(solved: pl.Series) -> dict[str, Any]:
+    """The held-out success rate's 95% interval (the bootstrap the benchmark scores use) and its item count."""
+    if solved.is_empty():
+        return {"heldout_ci": None, "heldout_n": 0}
+    interval = bootstrap_mean(solved.cast(pl.Float64).to_list())
+    return {"heldout_ci": [round(interval.low, 4), round(interval.high, 4)], "heldout_n": interval.n}
+
+
+def _groups(ref: GenerationRef) -> dict[str, Any]:
+    """How many GRPO groups were rolled out and trained on, and the share of those rolled out with equal rewards."""
+    if ref.generation == 0:
+        return {"groups_drawn": 0, "groups_trained": 0, "zero_spread_drawn": None}
+    batch = agent_batch(ref)
+    return {
+        "groups_drawn": len(batch.drawn),
+        "groups_trained": len(batch.trained),
+        "zero_spread_drawn": round(batch.zero_spread_drawn, 4),
     }
 
 
@@ -63,10 +91,18 @@ def summary_line(generation: int, m: dict[str, Any]) -> str:
         return f"{100 * value:.0f}%" if pct else f"{value:.3f}"
 
     seconds = " ".join(f"{k}={v:.0f}s" for k, v in m["stage_seconds"].items())
+    interval = m.get("heldout_ci")
+    heldout = fmt(m["heldout_success"])
+    if interval:
+        heldout += f" [{fmt(interval[0])}, {fmt(interval[1])}] of {m['heldout_n']}"
+    groups = ""
+    if m.get("groups_drawn"):
+        groups = f" | GRPO groups {m['groups_trained']} of {m['groups_drawn']} ({fmt(m['zero_spread_drawn'])} equal)"
     return (
         f"generation {generation}: valid tasks {fmt(m['valid_rate'])} | mean p̂ {fmt(m['mean_p_hat'], False)} | "
         f"in α band {fmt(m['band_share'])} | agent success fresh {fmt(m['fresh_success'])} "
-        f"held-out {fmt(m['heldout_success'])} | probe before update {fmt(m['probe_before'])} "
+        f"abstention {fmt(m.get('abstention_success'))} held-out {heldout}{groups} | "
+        f"probe before update {fmt(m['probe_before'])} "
         f"after {fmt(m['probe_after'])} | loss agent {fmt(m['agent_loss'], False)} "
         f"simulator {fmt(m['simulator_loss'], False)} | D_train {m['d_train']} D_env {m['d_env']} | {seconds}"
     )

@@ -82,10 +82,13 @@ def heldout_seeds(ref: GenerationRef, known: dict[str, TaskInstance]) -> list[Ta
     return list(subset(known, rows["task_id"].to_list()).values())
 
 
-def fresh_tasks(ref: GenerationRef, known: dict[str, TaskInstance]) -> dict[str, TaskInstance]:
-    """This generation's valid simulator tasks (generation 1's with static tasks), from tasks already loaded."""
-    rows = ref.warehouse.read("tasks", run_id=ref.run_id, generation=task_generation(ref)).filter(valid=True)
-    return subset(known, rows["task_id"].to_list())
+def fresh_tasks(
+    ref: GenerationRef, known: dict[str, TaskInstance], origin: str = "simulator"
+) -> dict[str, TaskInstance]:
+    """This generation's valid simulator tasks (generation 1's with static tasks), or its abstention tasks with
+    origin="abstention", from tasks already loaded."""
+    rows = ref.warehouse.read("tasks", run_id=ref.run_id, generation=task_generation(ref))
+    return subset(known, rows.filter(valid=True, origin=origin)["task_id"].to_list())
 
 
 def probe_set(ref: GenerationRef, fresh: dict[str, TaskInstance]) -> list[TaskInstance]:

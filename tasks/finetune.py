@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 
 import polars as pl
 
-from genenv.curriculum.pools import draw, generation_rng
+from genenv.curriculum.pools import dense_groups, draw, generation_rng, intended_abstentions
+from genenv.domains.base import AbstainingDomain, TaskInstance
 from genenv.faults import crash_point
 from genenv.models.grpo import GroupSample, grpo_update
 from genenv.models.rwr import encode_example, weighted_sft
-from genenv.tasks.context import GenerationRef, load_tasks, progress_bar
+from genenv.tasks.context import GenerationRef, load_tasks, pool_ids, progress_bar
 from genenv.tasks.contract import Adapters, Rewarded, generation_stage
 from genenv.tasks.runtime import (
     committed_checkpoints,
@@ -28,16 +30,75 @@ from genenv.tasks.runtime import (
 )
 from genenv.tasks.training_log import training_rows
 
+GROUP_PURPOSES = ("fresh", "pool", "abstention")
+REPLAY_ABSTENTION_SHARE = 0.25
 
-def agent_groups(ref: GenerationRef) -> list[GroupSample]:
-    rows = ref.warehouse.read("trajectories", run_id=ref.run_id, generation=ref.generation)
-    rows = rows.filter(pl.col("purpose").is_in(["fresh", "pool"])).sort("trajectory_id")
-    return [
+
+@dataclass(frozen=True)
+class AgentBatch:
+    """The generation's GRPO groups: all rolled out (`drawn`), and those the update trains on (`trained`)."""
+
+    drawn: dict[str, tuple[str, list[float]]]
+    """task id -> (purpose, its rollouts' rewards)."""
+    trained: list[str]
+
+    @property
+    def zero_spread_drawn(self) -> float:
+        return sum(max(r) == min(r) for _, r in self.drawn.values()) / len(self.drawn) if self.drawn else 0.0
+
+
+def agent_batch(ref: GenerationRef, rows: pl.DataFrame | None = None) -> AgentBatch:
+    """Every rolled-out group; with dynamic sampling only those whose rewards differ are trained on, up to the
+    intended counts: every fresh task, `pool_tasks_per_generation` pool tasks, the abstention share."""
+    config = ref.config
+    rows = _group_rows(ref) if rows is None else rows
+    drawn = {
+        task_id: (group["purpose"][0], group["reward"].to_list())
+        for (task_id,), group in rows.group_by("task_id", maintain_order=True)
+    }
+    if not config.dynamic_sampling:
+        return AgentBatch(drawn, sorted(drawn))
+    fresh = sum(purpose == "fresh" for purpose, _ in drawn.values())
+    caps = {
+        "fresh": None,
+        "pool": config.pool_tasks_per_generation,
+        "abstention": intended_abstentions(config.abstention_share, fresh + config.pool_tasks_per_generation),
+    }
+    return AgentBatch(drawn, dense_groups(drawn, caps, generation_rng(config.seed, ref.generation, "dense-groups")))
+
+
+def agent_groups(ref: GenerationRef) -> tuple[list[GroupSample], AgentBatch]:
+    rows = _group_rows(ref)
+    batch = agent_batch(ref, rows)
+    trained = rows.filter(pl.col("task_id").is_in(batch.trained))
+    samples = [
         GroupSample(
             r["prompt_ids"], r["completion_ids"], r["reward"], group=r["task_id"], loss_mask=r["completion_mask"]
         )
-        for r in rows.iter_rows(named=True)
+        for r in trained.iter_rows(named=True)
     ]
+    return samples, batch
+
+
+def _group_rows(ref: GenerationRef) -> pl.DataFrame:
+    rows = ref.warehouse.read("trajectories", run_id=ref.run_id, generation=ref.generation)
+    return rows.filter(pl.col("purpose").is_in(GROUP_PURPOSES)).sort("trajectory_id")
+
+
+def replay_tasks(ref: GenerationRef) -> list[TaskInstance]:
+    """`agent_replay_rows` D_train tasks whose gold answers anchor the agent, REPLAY_ABSTENTION_SHARE of them
+    abstentions where the domain has them (BFCL irrelevance is what GRPO on calls erodes first)."""
+    config, domain = ref.config, ref.domain
+    if not config.agent_replay_rows:
+        return []
+    pool = list(load_tasks(ref, pool_ids(ref, "train", ref.generation - 1)).values())
+    rng = generation_rng(config.seed, ref.generation, "replay")
+    if not isinstance(domain, AbstainingDomain):
+        return draw(pool, config.agent_replay_rows, rng)
+    abstentions = [t for t in pool if domain.is_abstention(t)]
+    calls = [t for t in pool if not domain.is_abstention(t)]
+    count = min(round(REPLAY_ABSTENTION_SHARE * config.agent_replay_rows), len(abstentions))
+    return draw(abstentions, count, rng) + draw(calls, config.agent_replay_rows - count, rng)
 
 
 def simulator_records(ref: GenerationRef) -> list[tuple[list[dict], str, float]]:
@@ -69,7 +130,7 @@ def finetune(rewarded: Rewarded) -> Adapters:
     previous = committed_checkpoints(ref, ref.generation - 1)
     policy = current_runtime().training(config, previous, reference_checkpoints(ref))
 
-    samples = agent_groups(ref)
+    samples, batch = agent_groups(ref)
     steps = config.agent_epochs * math.ceil(len(samples) / config.agent_minibatch_size)
     with progress_bar(f"g{ref.generation} GRPO agent", steps, unit="step") as bar:
         agent_log = grpo_update(
@@ -86,6 +147,24 @@ def finetune(rewarded: Rewarded) -> Adapters:
             progress=bar.update,
         )
     rows = training_rows(ref, "agent", "grpo", agent_log, config.agent_lr)
+    replay = [
+        encode_example(policy.tokenizer, m, reply)
+        for t in replay_tasks(ref)
+        for m, reply in ref.domain.demonstrations(t)
+    ]
+    if replay:
+        with progress_bar(f"g{ref.generation} replay agent", len(replay)) as bar:
+            replay_log = weighted_sft(
+                policy,
+                "agent",
+                replay,
+                lr=config.agent_lr,
+                kl_coef=0.0,
+                batch_size=config.train_batch_size,
+                seed=config.seed + ref.generation,
+                progress=bar.update,
+            )
+        rows += training_rows(ref, "agent", "replay", replay_log, config.agent_lr)
 
     records = simulator_records(ref) if config.simulator_training else []
     examples = [encode_example(policy.tokenizer, ctx, target, weight) for ctx, target, weight in records]
@@ -106,4 +185,5 @@ def finetune(rewarded: Rewarded) -> Adapters:
     save_policy(ref, policy)
     crash_point(f"g{ref.generation}:finetune:saved")
     warehouse.append("training", rows)
-    return own_adapters(ref, {"agent_rows": len(samples), "simulator_rows": len(examples)})
+    groups = {"groups_drawn": len(batch.drawn), "groups_trained": len(batch.trained)}
+    return own_adapters(ref, {"agent_rows": len(samples), **groups, "simulator_rows": len(examples)})

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 
-from genenv.curriculum.pools import draw, generation_rng
-from genenv.domains.base import ValidationContext
+from genenv.curriculum.pools import abstention_tasks, draw, generation_rng, intended_abstentions
+from genenv.domains.base import AbstainingDomain, Domain, TaskInstance, ValidationContext
 from genenv.domains.decontamination import benchmark_index
 from genenv.faults import crash_point
 from genenv.models.generation import SamplingSettings
@@ -45,7 +45,8 @@ def generate(ref: GenerationRef) -> TaskSet:
 
     known = load_tasks(ref)
     pool = subset(known, pool_ids(ref, "train", ref.generation - 1))
-    seeds = draw(list(pool.values()), config.seeds_per_generation, generation_rng(config.seed, ref.generation, "seeds"))
+    seeds_pool = list(pool.values())
+    seeds = draw(seeds_pool, config.seeds_per_generation, generation_rng(config.seed, ref.generation, "seeds"))
     success = recent_success_rate(ref)
     contexts = [domain.simulator_messages(seed, success, alpha=config.alpha, k_min=config.k_min) for seed in seeds]
     conversations = [c for c in contexts for _ in range(config.variations_per_seed)]
@@ -99,6 +100,51 @@ def generate(ref: GenerationRef) -> TaskSet:
                     "heldout": False,
                 }
             )
-    warehouse.append("tasks", rows)
     valid = sum(r["valid"] for r in rows)
-    return TaskSet(ref, {"outputs": len(rows), "valid": valid})
+    abstentions = [_abstention_row(ref, t, offered) for t, offered in abstentions_for(ref, domain, seeds_pool, valid)]
+    warehouse.append("tasks", rows + abstentions)
+    return TaskSet(ref, {"outputs": len(rows), "valid": valid, "abstention_tasks": len(abstentions)})
+
+
+def abstentions_for(
+    ref: GenerationRef, domain: Domain, pool: list[TaskInstance], fresh_valid: int
+) -> list[tuple[TaskInstance, str]]:
+    """This generation's abstention tasks, with the id of the task whose means each offers: `abstention_share` of the
+    agent's groups (fresh tasks, pool draws and these), times `dynamic_sampling_draws` when dynamic sampling draws
+    extra; none for a domain without abstention."""
+    config = ref.config
+    if not isinstance(domain, AbstainingDomain) or config.abstention_share == 0:
+        return []
+    count = intended_abstentions(config.abstention_share, fresh_valid + config.pool_tasks_per_generation)
+    count *= config.dynamic_sampling_draws if config.dynamic_sampling else 1
+    offered_by: dict[str, str] = {}
+
+    def make(offered: TaskInstance, request: TaskInstance, index: int) -> TaskInstance | None:
+        task = domain.abstention_task(offered, request, ref.key("abstention", index))
+        if task is not None:
+            offered_by[task.task_id] = offered.task_id
+        return task
+
+    rng = generation_rng(config.seed, ref.generation, "abstention")
+    built = abstention_tasks(pool, count, rng, make, domain.dedup_key)
+    return [(task, offered_by[task.task_id]) for task in built]
+
+
+def _abstention_row(ref: GenerationRef, task: TaskInstance, offered_id: str) -> dict:
+    return {
+        "run_id": ref.run_id,
+        "generation": ref.generation,
+        "task_id": task.task_id,
+        "origin": "abstention",
+        "seed_task_id": offered_id,
+        "batch_id": None,
+        "family": task.family,
+        "question": task.spec.get("question"),
+        "spec_json": json.dumps(task.spec, sort_keys=True),
+        "answer": task.answer,
+        "raw_output": None,
+        "simulator_context": None,
+        "valid": True,
+        "reject_reason": None,
+        "heldout": False,
+    }

@@ -36,7 +36,7 @@ def never_done(_: StageOutput) -> None:
 def rewards(scored: Scored) -> Rewarded:
     ref = scored.ref
     config, warehouse = ref.config, ref.warehouse
-    tasks = warehouse.read("tasks", run_id=ref.run_id, generation=task_generation(ref))
+    tasks = warehouse.read("tasks", run_id=ref.run_id, generation=task_generation(ref)).filter(origin="simulator")
     fresh = warehouse.read("trajectories", run_id=ref.run_id, generation=ref.generation, purpose="fresh")
     success = fresh.group_by("task_id").agg(pl.col("solved").cast(pl.Float64).mean().alias("success"))
     per_task = tasks.join(success, on="task_id", how="left").sort("task_id")

@@ -1,5 +1,7 @@
-"""Stage 2, rollout: the agent answers each fresh valid task k times (its GRPO group), plus a sample of
-the pool D_train. These rollouts are generated once and feed both p̂ and the GRPO update."""
+"""Stage 2, rollout: the agent answers each fresh valid task k times (its GRPO group), plus a sample of the pool
+D_train and the generation's abstention tasks. These rollouts are generated once and feed both p̂ and the GRPO update;
+with dynamic sampling, pool and abstention tasks are drawn several times over and finetune keeps the groups whose
+rewards differ."""
 
 from __future__ import annotations
 
@@ -33,10 +35,12 @@ def rollout(tasks: TaskSet) -> Rollouts:
     known = load_tasks(ref)
     fresh = fresh_tasks(ref, known)
     pool = subset(known, pool_ids(ref, "train", ref.generation - 1))
-    sampled = draw(
-        list(pool.values()), config.pool_tasks_per_generation, generation_rng(config.seed, ref.generation, "pool")
-    )
+    draws = config.dynamic_sampling_draws if config.dynamic_sampling else 1
+    rng = generation_rng(config.seed, ref.generation, "pool")
+    sampled = draw(list(pool.values()), draws * config.pool_tasks_per_generation, rng)
+    abstentions = fresh_tasks(ref, known, origin="abstention")
     work = [(t, "fresh") for t in fresh.values()] + [(t, "pool") for t in sampled]
+    work += [(t, "abstention") for t in abstentions.values()]
     sampling = SamplingSettings(
         max_new_tokens=config.agent_max_new_tokens,
         temperature=config.agent_temperature,
@@ -50,4 +54,5 @@ def rollout(tasks: TaskSet) -> Rollouts:
     probes = [(t, "probe_before") for t in probe_set(ref, fresh)]
     before = answer_tasks(ref, backend, probes, 1, greedy_sampling(config), "probe before update")
     uri = write_staged(ref, "rollouts", pl.concat([rollouts, before]))
-    return Rollouts(ref, {"fresh_tasks": len(fresh), "pool_tasks": len(sampled), "rollouts": rollouts.height}, uri=uri)
+    counts = {"fresh_tasks": len(fresh), "pool_tasks": len(sampled), "abstention_tasks": len(abstentions)}
+    return Rollouts(ref, {**counts, "rollouts": rollouts.height}, uri=uri)

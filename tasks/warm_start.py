@@ -8,10 +8,9 @@ the base model) and are saved as generation 0's checkpoints all the same.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
 
 from genenv.curriculum.pools import draw, generation_rng
-from genenv.domains.base import TaskInstance
+from genenv.domains.base import AbstainingDomain, Domain, TaskInstance
 from genenv.models.rwr import encode_example, weighted_sft
 from genenv.tasks.context import load_tasks, pool_ids, progress_bar
 from genenv.tasks.contract import Adapters, TaskSet, generation_stage
@@ -50,7 +49,7 @@ def warm_start(seeds: TaskSet) -> Adapters:
             domain.simulator_messages(seed, success, alpha=config.alpha, k_min=config.k_min),
             domain.simulator_target(sibling),
         )
-        for seed, sibling, success in sibling_pairs(seeds, chosen, rng, domain.sibling_key)
+        for seed, sibling, success in sibling_pairs(domain, seeds, chosen, rng, config.alpha, config.k_min)
     ]
     rows = []
     for role, examples in (("agent", agent_examples), ("simulator", simulator_examples)):
@@ -74,21 +73,59 @@ def warm_start(seeds: TaskSet) -> Adapters:
 
 
 def sibling_pairs(
+    domain: Domain,
     seeds: list[TaskInstance],
     chosen: list[TaskInstance],
     rng: random.Random,
-    sibling_key: Callable[[TaskInstance], str],
+    alpha: float,
+    k_min: float,
 ) -> list[tuple[TaskInstance, TaskInstance, float]]:
-    """(seed, a sibling seed, a random success rate to show) for each chosen seed with a sibling: the simulator
-    learns to write a variation of a seed (for tool_call, a new task for the same functions) under any success
-    statistic."""
-    by_key: dict[str, list[TaskInstance]] = {}
+    """(seed, a sibling, the success rate to show) for each chosen seed with a sibling: the simulator learns to write a
+    variation of a seed (for tool_call, a new task for the same functions) and to follow the difficulty hint.
+
+    An abstention seed's sibling is an abstention too: another training request put to its means
+    (`AbstainingDomain.abstention_task`), and a seed that needs an answer pairs with siblings that do. The rate
+    shown is the one whose hint fits the pair (`fitting_success_rate`), not a random one the target ignores."""
+    abstaining = isinstance(domain, AbstainingDomain)
+
+    def kind(task: TaskInstance) -> tuple[str, bool]:
+        return domain.sibling_key(task), abstaining and domain.is_abstention(task)
+
+    by_kind: dict[tuple[str, bool], list[TaskInstance]] = {}
     for seed in seeds:
-        by_key.setdefault(sibling_key(seed), []).append(seed)
+        by_kind.setdefault(kind(seed), []).append(seed)
     pairs = []
-    for seed in chosen:
-        siblings = [s for s in by_key[sibling_key(seed)] if s.task_id != seed.task_id]
-        if siblings:
-            success = round(rng.random(), 2)
-            pairs.append((seed, rng.choice(siblings), success))
+    for index, seed in enumerate(chosen):
+        if abstaining and domain.is_abstention(seed):
+            sibling = _built_abstention(domain, seed, seeds, rng, f"warm-start/abstention/{index}")
+        else:
+            siblings = [s for s in by_kind[kind(seed)] if s.task_id != seed.task_id]
+            sibling = rng.choice(siblings) if siblings else None
+        if sibling is not None:
+            difference = domain.difficulty(sibling) - domain.difficulty(seed)
+            pairs.append((seed, sibling, fitting_success_rate(difference, alpha, k_min, rng)))
     return pairs
+
+
+def fitting_success_rate(difference: float, alpha: float, k_min: float, rng: random.Random) -> float:
+    """A success rate, drawn from the part of [0, 1] whose difficulty hint (`difficulty_hint`) the pair follows: above
+    the α band ("harder") when the sibling is harder than its seed, below it ("easier") when easier, inside it
+    ("keep a similar difficulty") when as hard."""
+    if difference > 0:
+        low, high = alpha + k_min + 0.01, 1.0
+    elif difference < 0:
+        low, high = 0.0, alpha - k_min - 0.01
+    else:
+        low, high = alpha - k_min, alpha + k_min
+    return min(max(round(rng.uniform(low, high), 2), 0.0), 1.0)
+
+
+def _built_abstention(
+    domain: AbstainingDomain, seed: TaskInstance, seeds: list[TaskInstance], rng: random.Random, task_id: str
+) -> TaskInstance | None:
+    """A training request that `seed`'s means cannot serve, put to them: tries the seeds in a seeded order."""
+    for request in rng.sample(seeds, len(seeds)):
+        built = domain.abstention_task(seed, request, task_id)
+        if built is not None and built.spec != seed.spec:
+            return built
+    return None

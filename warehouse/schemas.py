@@ -52,7 +52,9 @@ class Tasks(_Strict):
     run_id: str
     generation: int = pa.Field(ge=0)
     task_id: str = pa.Field(unique=True)
-    origin: str = pa.Field(isin=["seed", "simulator"])
+    origin: str = pa.Field(isin=["seed", "simulator", "abstention"])
+    """seed: shipped; simulator: written by the simulator; abstention: built by construction for the agent's batch
+    (a training request put to functions that cannot serve it, `seed_task_id` the task whose functions it offers)."""
     seed_task_id: str | None = pa.Field(nullable=True)
     batch_id: str | None = pa.Field(nullable=True)
     family: str
@@ -83,9 +85,10 @@ class Trajectories(_Strict):
     generation: int = pa.Field(ge=0)
     trajectory_id: str = pa.Field(unique=True)
     task_id: str
-    purpose: str = pa.Field(isin=["fresh", "pool", "heldout", "probe_before", "probe_after"])
-    """fresh / pool: the GRPO groups; heldout: greedy, on held-out seeds; probe_before / probe_after: greedy, on a
-    fixed sample of this generation's fresh tasks, before and after the agent's update."""
+    purpose: str = pa.Field(isin=["fresh", "pool", "abstention", "heldout", "probe_before", "probe_after"])
+    """fresh / pool / abstention: the GRPO groups (simulator tasks, D_train draws, abstention tasks); heldout: greedy,
+    on held-out seeds; probe_before / probe_after: greedy, on a fixed sample of this generation's fresh tasks, before
+    and after the agent's update."""
     sample_index: int = pa.Field(ge=0)
     completion: str
     finished: bool
@@ -133,7 +136,7 @@ class Training(_Strict):
     run_id: str
     generation: int = pa.Field(ge=0)
     role: str = pa.Field(isin=["agent", "simulator"])
-    phase: str = pa.Field(isin=["warm_start", "grpo", "rwr"])
+    phase: str = pa.Field(isin=["warm_start", "grpo", "replay", "rwr"])
     step: int = pa.Field(ge=0)
     loss: float
     kl: float | None = pa.Field(nullable=True)

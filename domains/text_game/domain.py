@@ -55,6 +55,10 @@ class TextGameDomain:
             episode.close()
         return pairs
 
+    def difficulty(self, task: TaskInstance) -> float:
+        """The quest's length: the commands a win takes."""
+        return float(task.spec["game"]["quest_length"])
+
     def simulator_messages(
         self, seed: TaskInstance, success_rate: float | None, alpha: float = 0.5, k_min: float = 0.1
     ) -> Messages:

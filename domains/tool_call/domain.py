@@ -16,7 +16,7 @@ from typing import Any
 
 from genenv.domains import decontamination
 from genenv.domains.base import Candidate, Messages, TaskInstance, ValidationContext, Verdict
-from genenv.domains.tool_call import grounding, prompts
+from genenv.domains.tool_call import grounding, intent, prompts
 from genenv.domains.tool_call.calls import Call, ParseError, canonical_calls, format_calls, parse_calls
 from genenv.domains.tool_call.checker import check, decode, possible_answers
 from genenv.domains.tool_call.schema import schema_error
@@ -164,8 +164,34 @@ class ToolCallDomain:
     def demonstrations(self, task: TaskInstance) -> list[tuple[Messages, str]]:
         return [(self.agent_messages(task), task.answer)]
 
+    def difficulty(self, task: TaskInstance) -> float:
+        """Calls plus argument values: "more arguments or values to infer" is what the simulator is asked for to
+        make a task harder; an abstention is 0."""
+        return float(sum(1 + len(call.arguments) for call in parse_calls(task.answer)))
+
+    def is_abstention(self, task: TaskInstance) -> bool:
+        return not parse_calls(task.answer)
+
+    def abstention_task(self, offered: TaskInstance, request: TaskInstance, task_id: str) -> TaskInstance | None:
+        """`request`'s question offered only `offered`'s functions, answered `[]` (BFCL's irrelevance): valid when
+        none of the offered functions shares a name or a namespace (`weather.`) with the calls that serve the request,
+        and the request speaks for none of them (intent.mismatch)."""
+        calls = parse_calls(request.answer)
+        functions = offered.spec["functions"]
+        question = request.spec["question"]
+        needed = {call.name for call in calls} | {_namespace(call.name) for call in calls}
+        given = {f["name"] for f in functions} | {_namespace(f["name"]) for f in functions}
+        if not calls or needed & given or intent.mismatch([], functions, question):
+            return None
+        return TaskInstance(task_id, {"functions": functions, "question": question}, "[]", offered.family)
+
     def benchmark_texts(self, benchmarks_dir: str) -> Iterable[str]:
         return decontamination.benchmark_texts(benchmarks_dir)
+
+
+def _namespace(name: str) -> str:
+    """'weather.get_forecast' -> 'weather.'; a name without a dot is its own namespace."""
+    return name.rpartition(".")[0] + "." if "." in name else name
 
 
 def _split_request_answer(raw: str) -> tuple[str, str]:

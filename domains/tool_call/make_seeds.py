@@ -4,6 +4,12 @@ Run `python -m domains.tool_call.make_seeds` after editing the catalog, and comm
 Mix: three single-function seeds per function, seeds offering 2-3 related functions (the right one plus
 distractors), a few parallel seeds that need two calls, and about ABSTENTION_SHARE abstention seeds: a request for
 one function offered with functions of an unrelated group, answered `[]` (BFCL's irrelevance category).
+
+Then the held-out families (those `is_heldout` picks at the default `heldout_fraction`, which no model trains on) get
+HELDOUT_EXTENSION_PER_FAMILY more seeds each, from their own random stream, so the held-out measure is large enough to
+steer by (76 seeds made one item 1.3 points) and the seeds before them stay as they were: requests for the family's
+functions, and about ABSTENTION_SHARE of them requests its functions cannot serve (`ToolCallDomain.abstention_task`).
+The catalog's samplers write each request with its call, so every one is correct by construction.
 """
 
 from __future__ import annotations
@@ -14,9 +20,12 @@ from pathlib import Path
 from random import Random
 from typing import Any
 
-from genenv.domains.tool_call.calls import Call, canonical_calls, format_calls
+from genenv.config import GenEnvConfig
+from genenv.curriculum.pools import is_heldout
+from genenv.domains.base import TaskInstance
+from genenv.domains.tool_call.calls import Call, canonical_calls, format_calls, parse_calls
 from genenv.domains.tool_call.catalog import CATALOG
-from genenv.domains.tool_call.domain import normalise_question
+from genenv.domains.tool_call.domain import ToolCallDomain, family_of, normalise_question
 
 SEEDS_PATH = Path(__file__).parent / "data" / "seeds.jsonl"
 RANDOM_SEED = 20251219
@@ -24,6 +33,8 @@ SINGLES_PER_FUNCTION = 3
 SEEDS_PER_GROUP = 3
 CONNECTORS = ("Also, ", "And ", "Oh, and ")
 ABSTENTION_SHARE = 0.1
+HELDOUT_EXTENSION_PER_FAMILY = 10
+SAMPLES_PER_NEW_SEED = 100
 
 GROUPS = [
     ("weather.get_forecast", "weather.get_air_quality"),
@@ -146,7 +157,48 @@ def build_seeds(random_seed: int = RANDOM_SEED) -> list[dict[str, Any]]:
         functions = [CATALOG[name].schema for name in r.sample(offered, len(offered))]
         rows.append({"functions": functions, "question": question, "answer": format_calls(calls)})
     r.shuffle(rows)
+    rows += heldout_extension(rows, Random(random_seed + 1))
     return [{"seed_id": f"tc-{i:04d}", **row} for i, row in enumerate(rows, start=1)]
+
+
+def heldout_extension(rows: list[dict[str, Any]], r: Random) -> list[dict[str, Any]]:
+    """HELDOUT_EXTENSION_PER_FAMILY new seeds for each held-out family of `rows` (fewer where a function has few
+    phrasings), unique against them and each other and with no answer any of them gives (so no training seed turns
+    into a held-out overlap): calls of the family's functions in turn, and every tenth an abstention."""
+    domain = ToolCallDomain()
+    seen = {normalise_question(row["question"]) + "||" + canonical_calls(parse_calls(row["answer"])) for row in rows}
+    answers = {canonical_calls(parse_calls(row["answer"])) for row in rows}  # a seed must not teach a held-out answer
+    families: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        family = family_of(row["functions"])
+        if is_heldout(family, GenEnvConfig.heldout_fraction):
+            families.setdefault(family, row["functions"])
+    added = []
+    abstain_every = round(1 / ABSTENTION_SHARE)
+    for _, functions in sorted(families.items()):
+        names = [f["name"] for f in functions]
+        for i in range(HELDOUT_EXTENSION_PER_FAMILY):
+            for _ in range(SAMPLES_PER_NEW_SEED):  # a function with few phrasings ("lock the door") runs out
+                if i % abstain_every == abstain_every - 1:
+                    question, calls = _abstention(domain, functions, r)
+                else:
+                    question, calls = single(names[i % len(names)])(r)
+                key = normalise_question(question) + "||" + canonical_calls(calls)
+                if key not in seen and (not calls or canonical_calls(calls) not in answers):
+                    seen.add(key)
+                    added.append({"functions": functions, "question": question, "answer": format_calls(calls)})
+                    break
+    return added
+
+
+def _abstention(domain: ToolCallDomain, functions: list[dict[str, Any]], r: Random) -> tuple[str, list[Call]]:
+    """A catalog request that none of `functions` can serve."""
+    offered = TaskInstance("offered", {"functions": functions, "question": ""}, "[]")
+    while True:
+        question, calls = single(r.choice(sorted(CATALOG)))(r)
+        request = TaskInstance("request", {"functions": [], "question": question}, format_calls(calls))
+        if domain.abstention_task(offered, request, "built") is not None:
+            return question, []
 
 
 def write_seeds(path: Path = SEEDS_PATH) -> int:

@@ -35,7 +35,7 @@ def test_tasks_keep_every_simulator_output_with_a_reason(finished_run):
     seeds = tasks.filter(generation=0)
     assert seeds["origin"].unique().to_list() == ["seed"] and seeds.height >= 200
     for g in (1, 2):
-        fresh = tasks.filter(generation=g)
+        fresh = tasks.filter(generation=g, origin="simulator")
         assert fresh.height == config.seeds_per_generation * config.variations_per_seed
         assert fresh["raw_output"].null_count() == 0
         assert (fresh["valid"] == fresh["reject_reason"].is_null()).all()
@@ -55,9 +55,13 @@ def test_trajectories_match_the_rollout_plan(finished_run):
         if g == 0:
             assert set(t["purpose"]) == {"heldout"}
             continue
-        valid_fresh = tasks.filter(generation=g, valid=True).height
+        valid_fresh = tasks.filter(generation=g, valid=True, origin="simulator").height
         assert t.filter(purpose="fresh").height == valid_fresh * k
-        assert t.filter(purpose="pool").height == config.pool_tasks_per_generation * k
+        drawn = config.dynamic_sampling_draws * config.pool_tasks_per_generation
+        assert t.filter(purpose="pool").height == drawn * k
+        abstentions = tasks.filter(generation=g, origin="abstention")
+        assert abstentions.height >= 1 and (abstentions["answer"] == "[]").all()
+        assert t.filter(purpose="abstention").height == abstentions.height * k
     assert trajectories["trajectory_id"].n_unique() == trajectories.height
     assert ((trajectories["reward"] >= 0) & (trajectories["reward"] <= 1)).all()
     assert (trajectories["solved"] == (trajectories["reward"] >= config.solved_threshold)).all()
@@ -94,7 +98,7 @@ def test_pools_grow_with_valid_tasks_only(finished_run):
     seeds = tasks.filter(generation=0, heldout=False, valid=True)
     assert sorted(train.filter(generation=0)["task_id"]) == sorted(seeds["task_id"])
     for g in (1, 2):
-        valid = tasks.filter(generation=g, valid=True)
+        valid = tasks.filter(generation=g, valid=True, origin="simulator")  # built abstention tasks stay out
         assert sorted(train.filter(generation=g)["task_id"]) == sorted(valid["task_id"])
     assert train["task_id"].n_unique() == train.height
     kept = warehouse.read("batches", run_id=run_id).filter(in_band=True)["batch_id"]
@@ -110,9 +114,16 @@ def test_both_models_trained_every_generation(finished_run):
     trajectories = warehouse.read("trajectories", run_id=run_id)
     for g in (1, 2):
         grpo = training.filter(generation=g, role="agent")
-        rows = trajectories.filter(pl.col("generation") == g, pl.col("purpose").is_in(["fresh", "pool"])).height
-        steps = config.agent_epochs * math.ceil(rows / config.agent_minibatch_size)
-        assert grpo.height == steps and set(grpo["phase"]) == {"grpo"}
+        groups = trajectories.filter(
+            pl.col("generation") == g, pl.col("purpose").is_in(["fresh", "pool", "abstention"])
+        )
+        rewards = groups.group_by("task_id").agg(pl.col("reward").n_unique().alias("distinct"))
+        spread = set(rewards.filter(pl.col("distinct") > 1)["task_id"])
+        metrics = json.loads(warehouse.committed(run_id).filter(generation=g)["metrics"][0])
+        assert metrics["groups_drawn"] == groups["task_id"].n_unique() and metrics["groups_trained"] <= len(spread)
+        rows = metrics["groups_trained"] * config.rollouts_per_task  # dynamic sampling: groups whose rewards differ
+        steps = max(config.agent_epochs * math.ceil(rows / config.agent_minibatch_size), 1)  # none: one skipped
+        assert grpo.height == steps and set(grpo["phase"]) <= {"grpo"}
         assert grpo["grad_norm"].null_count() == 0 and grpo["zero_spread_share"].null_count() == 0
         assert ((grpo["clip_ratio"] >= 0) & (grpo["clip_ratio"] <= 1)).all()
     assert training["loss"].is_finite().all()
@@ -123,7 +134,7 @@ def test_the_update_is_measured_on_the_same_probe_tasks_before_and_after(finishe
     tasks = warehouse.read("tasks", run_id=run_id)
     trajectories = warehouse.read("trajectories", run_id=run_id)
     for g in (1, 2):
-        fresh = tasks.filter(generation=g, valid=True)["task_id"].to_list()
+        fresh = tasks.filter(generation=g, valid=True, origin="simulator")["task_id"].to_list()
         before = trajectories.filter(generation=g, purpose="probe_before")
         after = trajectories.filter(generation=g, purpose="probe_after")
         assert before.height == after.height == min(config.probe_tasks, len(fresh))
