@@ -58,6 +58,11 @@ class GenEnvConfig:
     )
     lora_r: int = _f(8, "LoRA rank of both adapters.")
     lora_alpha: int = _f(16, "LoRA alpha of both adapters.")
+    lora_targets: str = _f(
+        "q_proj,v_proj",
+        "Layers both adapters adapt: comma-separated module names, or all-linear (every linear layer but the output "
+        "layer, as PEFT reads it).",
+    )
     # --- domain and seeds ---
     domain: str = _f("tool_call", "Task family (registry in domains/).")
     heldout_fraction: float = _f(0.2, "Share of seeds held out of all training, to measure the agent.")
@@ -189,6 +194,7 @@ class GenEnvConfig:
         ):
             need(getattr(self, name) >= 1, name, "must be >= 1")
         need(self.precision in ("float32", "bfloat16"), "precision", "must be float32 or bfloat16")
+        need(all(self.lora_target_modules), "lora_targets", "must name modules, comma-separated, or all-linear")
         need(self.rollouts_per_task >= 2, "rollouts_per_task", "must be >= 2: GRPO learns from differences in a group")
         need(0.0 < self.agent_clip_epsilon < 1.0, "agent_clip_epsilon", "must be in (0, 1)")
         for name in ("agent_top_p", "simulator_top_p"):
@@ -240,6 +246,10 @@ class GenEnvConfig:
     @property
     def resolved_warehouse_uri(self) -> str:
         return self.warehouse_uri or str(Path(self.data_dir) / "warehouse")
+
+    @property
+    def lora_target_modules(self) -> tuple[str, ...]:
+        return tuple(name.strip() for name in self.lora_targets.split(","))
 
     @property
     def models_dir(self) -> Path:

@@ -50,15 +50,12 @@ class LoraSettings:
     r: int = GenEnvConfig.lora_r
     alpha: int = GenEnvConfig.lora_alpha
     dropout: float = 0.0
-    target_modules: tuple[str, ...] = ("q_proj", "v_proj")
+    target_modules: tuple[str, ...] = tuple(GenEnvConfig.lora_targets.split(","))
 
     def peft_config(self) -> LoraConfig:
+        targets = "all-linear" if self.target_modules == ("all-linear",) else list(self.target_modules)
         return LoraConfig(
-            r=self.r,
-            lora_alpha=self.alpha,
-            lora_dropout=self.dropout,
-            target_modules=list(self.target_modules),
-            task_type="CAUSAL_LM",
+            r=self.r, lora_alpha=self.alpha, lora_dropout=self.dropout, target_modules=targets, task_type="CAUSAL_LM"
         )
 
 

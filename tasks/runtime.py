@@ -51,7 +51,7 @@ class ModelRuntime:
     ) -> PolicyPair:
         """The pair with `checkpoints` as adapters and `references` as each role's frozen KL reference."""
         base = resolve_base_model(config.model, config.models_dir)
-        lora = LoraSettings(r=config.lora_r, alpha=config.lora_alpha)
+        lora = LoraSettings(r=config.lora_r, alpha=config.lora_alpha, target_modules=config.lora_target_modules)
         identity = (str(base), lora, config.seed, config.precision, references)
         if self._policy is None or self._identity != identity or self._loaded_from != checkpoints:
             self._policy = PolicyPair.load(
