@@ -62,7 +62,7 @@ def test_bare_package_names_are_not_importable_and_the_cli_works(installed: Path
         "print(GPU_TEMPLATE.is_file(), len(ToolCallDomain().load_seeds()), p.__file__)",
     )
     shown = data.stdout.split()
-    assert shown[:2] == ["True", "306"], data.stderr
+    assert shown[:2] == ["True", "500"], data.stderr
     assert shown[2].startswith(str(installed)), shown[2]
 
 

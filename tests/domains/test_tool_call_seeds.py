@@ -7,12 +7,15 @@ import re
 from collections import Counter
 from pathlib import Path
 
+from genenv.config import GenEnvConfig
+from genenv.curriculum.pools import is_heldout
 from genenv.domains.base import ValidationContext, get_domain
 from genenv.domains.decontamination import BenchmarkIndex
 from genenv.domains.tool_call.calls import Call, parse_calls
 from genenv.domains.tool_call.make_seeds import SEEDS_PATH, build_seeds
 from genenv.domains.tool_call.schema import SCHEMA_TYPES, schema_error
 
+BASE_SEEDS = 306
 DOMAIN = get_domain("tool_call")
 SEEDS = DOMAIN.load_seeds()
 
@@ -23,15 +26,17 @@ def test_shipped_file_is_what_make_seeds_writes() -> None:
 
 
 def test_size_and_mix() -> None:
-    calls = [parse_calls(seed.answer) for seed in SEEDS]
+    """The base mix: the seeds before the held-out extension."""
+    base = SEEDS[:BASE_SEEDS]
+    calls = [parse_calls(seed.answer) for seed in base]
     called = Counter(call.name for seed_calls in calls for call in seed_calls)
-    offered = {f["name"] for seed in SEEDS for f in seed.spec["functions"]}
-    assert len(SEEDS) >= 220
+    offered = {f["name"] for seed in base for f in seed.spec["functions"]}
+    assert len(base) >= 220
     assert len(offered) >= 45
     assert set(called) == offered
     assert min(called.values()) >= 4
-    multi = sum(len(seed.spec["functions"]) > 1 for seed in SEEDS) / len(SEEDS)
-    parallel = sum(len(c) > 1 for c in calls) / len(SEEDS)
+    multi = sum(len(seed.spec["functions"]) > 1 for seed in base) / len(base)
+    parallel = sum(len(c) > 1 for c in calls) / len(base)
     assert 0.25 <= multi <= 0.4
     assert 0.03 <= parallel <= 0.08
 
@@ -39,7 +44,7 @@ def test_size_and_mix() -> None:
 def test_about_a_tenth_of_the_seeds_teach_abstention() -> None:
     """BFCL's irrelevance category needs `[]` when no offered function fits: a request for another group's function."""
     abstentions = [seed for seed in SEEDS if seed.answer == "[]"]
-    assert len(SEEDS) == 306 and len(abstentions) == 31
+    assert len(SEEDS) == 500 and len(abstentions) == 31 + 20  # one in ten of the held-out extension
     offered = Counter(len(seed.spec["functions"]) for seed in abstentions)
     assert offered[1] >= 10 and offered[2] + offered[3] >= 10
     for seed in abstentions:
@@ -48,6 +53,19 @@ def test_about_a_tenth_of_the_seeds_teach_abstention() -> None:
         function = seed.spec["functions"][0]
         call = f"[{function['name']}({', '.join(f'{p}=1' for p in function['parameters']['required'])})]"
         assert DOMAIN.verify(call, seed).reward == 0.0
+
+
+def test_held_out_families_get_extension_seeds_and_the_base_seeds_stay_as_they_were() -> None:
+    """194 more seeds for the held-out families make the held-out measure 270 items (one item ~0.4 points, not 1.3),
+    from their own random stream: the seeds before them are those of the base mix, unchanged."""
+    extension = SEEDS[BASE_SEEDS:]
+    assert len(extension) == 194 and all(is_heldout(s.family, GenEnvConfig.heldout_fraction) for s in extension)
+    assert sum(is_heldout(s.family, GenEnvConfig.heldout_fraction) for s in SEEDS) == 270
+    assert 0.08 <= sum(s.answer == "[]" for s in extension) / len(extension) <= 0.12
+    rows = build_seeds()
+    assert [r["question"] for r in rows[:BASE_SEEDS]] == [s.spec["question"] for s in SEEDS[:BASE_SEEDS]]
+    base_answers = {DOMAIN.answer_key(s) for s in SEEDS[:BASE_SEEDS]} - {"[]"}
+    assert not base_answers & {DOMAIN.answer_key(s) for s in extension}
 
 
 def test_every_family_has_siblings() -> None:

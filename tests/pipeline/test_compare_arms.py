@@ -126,9 +126,11 @@ def test_compare_shares_generation_zero_and_scores_one_item_sample(
             assert flow_runs and all(f"arm:{arm}" in run.tags for run in flow_runs), arm
 
     # Equal budgets, and each arm's own training.
+    config = small_config(tiny_model_dir, tmp_path)
+    drawn = config.dynamic_sampling_draws * config.pool_tasks_per_generation * config.rollouts_per_task
     for run_id in by_arm.values():
         rollouts = warehouse.read("trajectories", run_id=run_id).filter(purpose="pool")
-        assert rollouts.group_by("generation").len().sort("generation")["len"].to_list() == [4, 4]
+        assert rollouts.group_by("generation").len().sort("generation")["len"].to_list() == [drawn, drawn]
     assert warehouse.read("tasks", run_id=by_arm["static"], generation=2).is_empty()
     for arm in ("static", "genenv-random"):
         assert warehouse.read("training", run_id=by_arm[arm]).filter(role="simulator", phase="rwr").is_empty()
