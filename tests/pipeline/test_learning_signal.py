@@ -75,3 +75,17 @@ def test_a_stored_config_with_a_retired_field_still_loads(tmp_path):
     stored["no_such_field"] = 1
     with pytest.raises(ConfigError, match="no_such_field: unknown config field"):
         config_from_dict(stored)
+
+
+def test_the_replay_anchor_draws_gold_training_tasks_a_quarter_of_them_abstentions(tmp_path):
+    from genenv.tasks.finetune import replay_tasks
+
+    ref = _run(tmp_path, heldout_fraction=0.2, agent_replay_rows=16)
+    seed_pool.fn(ref)
+    later = GenerationRef(ref.warehouse_uri, ref.run_id, 1)
+    chosen = replay_tasks(later)
+    train = set(ref.warehouse.read("pool", run_id="r1", pool="train")["task_id"])
+    assert len(chosen) == 16 and {t.task_id for t in chosen} <= train  # gold answers of D_train only
+    assert sum(t.answer == "[]" for t in chosen) == 4  # 31 of 229 training seeds abstain; the replay holds a quarter
+    assert [t.task_id for t in replay_tasks(later)] == [t.task_id for t in chosen]
+    assert replay_tasks(_run(tmp_path / "off", heldout_fraction=0.2)) == []
