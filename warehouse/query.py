@@ -14,6 +14,7 @@ The connection is then locked: no other file access, no settings changes.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 
 import duckdb
@@ -25,7 +26,6 @@ from genenv.warehouse.schemas import GENERATION_TABLES, TABLES, frame, polars_sc
 from genenv.warehouse.storage import is_remote, local_path, translated
 from genenv.warehouse.store import Warehouse, WarehouseError
 
-_READ_ONLY_TYPES = {duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN}
 IN_MEMORY_BYTES = 16 * 2**20
 """Snapshots of a table up to this much Parquet are held in the connection's memory (a few times as much)."""
 
@@ -92,8 +92,9 @@ def _files(delta: DeltaTable, scope: _Scope) -> _Files:
 
 def _view(
     con: duckdb.DuckDBPyConnection, table: str, delta: DeltaTable | None, scope: _Scope, in_memory_bytes: int
-) -> None:
-    """Create the view `table` over a resolved snapshot; the view holds only rows `scope` shows.
+) -> list[str]:
+    """Create the view `table` over a resolved snapshot; the view holds only rows `scope` shows. Returns the
+    local files the view reads when queried: the only ones the locked connection may open.
 
     Local snapshots are scanned by DuckDB's own Parquet reader over the exact file list (projection and
     filter pushdown, parallel, footers cached per connection); others through the snapshot's Arrow dataset.
@@ -129,8 +130,10 @@ def _view(
     if files is not None and 0 < files.size <= in_memory_bytes:
         with translated(delta.table_uri):
             con.execute(f"CREATE TABLE _{table}_snapshot AS {rows}")
-        rows = f"SELECT * FROM _{table}_snapshot"
+        con.execute(f"CREATE VIEW {table} AS SELECT * FROM _{table}_snapshot")
+        return []
     con.execute(f"CREATE VIEW {table} AS {rows}")
+    return files.paths if files is not None else []
 
 
 def _duckdb_types(con: duckdb.DuckDBPyConnection, table: str) -> dict[str, str]:
@@ -186,37 +189,64 @@ def connect(
     committed, versions = _snapshot(warehouse, run_id, as_of_generation, as_of_version)
     wanted = set(TABLES) if tables is None else set(tables) & set(TABLES)
     con = duckdb.connect()
-    if not is_remote(warehouse.root_uri):
-        con.execute(f"SET allowed_directories = [{_literal(str(local_path(warehouse.root_uri)) + '/')}]")
     con.execute("SET parquet_metadata_cache = true")
     con.register("_committed", committed.to_arrow())
     con.execute("CREATE VIEW generations AS SELECT * FROM _committed")
     pairs = frozenset(zip(committed["run_id"], committed["generation"], strict=True))
+    readable: list[str] = []
     for table in sorted(wanted - {"generations"}):
         generation_table = table in GENERATION_TABLES
         pinned = generation_table and versions is not None
         version = versions.get(table) if pinned else None
         delta = None if pinned and version is None else warehouse.table(table, version)
-        _view(con, table, delta, _Scope(run_id, pairs if generation_table else None), in_memory_bytes)
+        readable += _view(con, table, delta, _Scope(run_id, pairs if generation_table else None), in_memory_bytes)
+    # By construction, not by filtering statements: the connection may open exactly the snapshot's committed
+    # Parquet files (no directory, so no Delta log, no uncommitted file, nowhere to create one), then nothing else.
+    con.execute(f"SET allowed_paths = [{', '.join(map(_literal, readable))}]")
     con.execute("SET enable_external_access = false")
     con.execute("SET lock_configuration = true")
     return con
 
 
 def check_read_only(sql: str) -> None:
-    """Refuse anything but queries: writes, ATTACH, INSTALL/LOAD, COPY, SET, PRAGMA, CALL and DDL."""
+    """Refuse anything but queries: writes, ATTACH, INSTALL/LOAD, COPY, SET, PRAGMA, CALL and DDL, and an EXPLAIN
+    of any of them (EXPLAIN ANALYZE runs the statement it explains)."""
+    for statement in _statements(sql):
+        kind = statement.type
+        if kind == duckdb.StatementType.EXPLAIN:
+            kind = _explained_kind(statement.query)
+            if kind != duckdb.StatementType.SELECT:
+                raise WarehouseError(
+                    f"read-only warehouse: EXPLAIN is allowed of one SELECT only ({statement.query.strip()[:60]!r})"
+                )
+        if kind != duckdb.StatementType.SELECT:
+            raise WarehouseError(
+                f"read-only warehouse: {kind.name} statements are refused ({statement.query.strip()[:60]!r})"
+            )
+
+
+_EXPLAIN = re.compile(r"\s*EXPLAIN\s+(?:ANALY[SZ]E\s+)?(?:\([^()]*\)\s*)?", re.IGNORECASE)
+"""What precedes the explained statement: EXPLAIN, optionally ANALYZE, optionally options in parentheses."""
+
+
+def _explained_kind(sql: str) -> duckdb.StatementType:
+    """The type of the one statement an EXPLAIN explains; EXPLAIN itself where that cannot be told."""
+    explained = _EXPLAIN.match(sql)
+    try:
+        inner = _statements(sql[explained.end() :]) if explained else []
+    except WarehouseError:
+        inner = []
+    return inner[0].type if len(inner) == 1 else duckdb.StatementType.EXPLAIN
+
+
+def _statements(sql: str) -> list[duckdb.Statement]:
     try:
         statements = duckdb.extract_statements(sql)
     except duckdb.Error as exc:
         raise WarehouseError(f"SQL does not parse: {exc}") from None
     if not statements:
         raise WarehouseError("no SQL statement given")
-    for statement in statements:
-        if statement.type not in _READ_ONLY_TYPES:
-            kind = statement.type.name
-            raise WarehouseError(
-                f"read-only warehouse: {kind} statements are refused ({statement.query.strip()[:60]!r})"
-            )
+    return statements
 
 
 def referenced_tables(sql: str) -> set[str]:
