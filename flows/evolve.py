@@ -12,6 +12,7 @@ from genenv.flows.generation import run_generation
 from genenv.flows.parameters import ConfigOverrides, override_values
 from genenv.tasks.runs import flow_run_run_id, name_flow_run, start_run, stored_config
 from genenv.tasks.runtime import model_runtime
+from genenv.warehouse.leases import run_lease
 from genenv.warehouse.store import Warehouse
 
 
@@ -41,13 +42,15 @@ def evolve(
     if stored is not None and config is None:
         located = {"data_dir": settings.data_dir, "warehouse_uri": settings.warehouse_uri}
         settings = load_config(config_file, overrides, base=stored.replace(**located))
-    run_id = start_run(settings, run_id or flow_run_run_id(settings.run_name))
-    run_tags = [f"run:{settings.run_name}", f"arm:{arm_of(settings)}", f"domain:{settings.domain}"]
-    name_flow_run(run_id, run_tags)
+    run_id = run_id or flow_run_run_id(settings.run_name)
     warehouse_uri = settings.resolved_warehouse_uri
-    done = set(Warehouse(warehouse_uri).committed(run_id)["generation"].to_list())
-    with model_runtime(), tags(*run_tags):  # the generation flow runs carry the run's tags too
-        for generation in range(settings.generations + 1):
-            if generation not in done:
-                run_generation(warehouse_uri, run_id, generation)
+    with run_lease(warehouse_uri, run_id):  # one writer per run: a second evolve of it fails at once
+        start_run(settings, run_id)
+        run_tags = [f"run:{settings.run_name}", f"arm:{arm_of(settings)}", f"domain:{settings.domain}"]
+        name_flow_run(run_id, run_tags)
+        done = set(Warehouse(warehouse_uri).committed(run_id)["generation"].to_list())
+        with model_runtime(), tags(*run_tags):  # the generation flow runs carry the run's tags too
+            for generation in range(settings.generations + 1):
+                if generation not in done:
+                    run_generation(warehouse_uri, run_id, generation)
     return run_id

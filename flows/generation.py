@@ -22,13 +22,14 @@ from genenv.tasks.runtime import model_runtime
 from genenv.tasks.seed import seed_pool
 from genenv.tasks.verify import verify
 from genenv.tasks.warm_start import warm_start
+from genenv.warehouse.leases import run_lease
 
 
 @flow(name="genenv-generation", flow_run_name="{run_id}-g{generation}")
 def run_generation(warehouse_uri: str, run_id: str, generation: int) -> dict:
     """Returns the commit's counts and each stage's seconds."""
     ref = GenerationRef(warehouse_uri, run_id, generation)
-    with model_runtime(), stage_tags():  # the run's tags stay on this flow run, off its task runs
+    with run_lease(warehouse_uri, run_id), model_runtime(), stage_tags():  # tags: on this flow run, off its tasks
         stages = generation_zero(ref) if generation == 0 else genenv_generation(ref)
         committed = commit(stages[-1], stages[-2], stages)
     return {**committed.counts, "seconds": {output.stage: output.seconds for output in [*stages, committed]}}

@@ -73,3 +73,29 @@ def test_killed_anywhere_the_run_resumes_to_the_same_tables(finished_run, tmp_pa
     for table in GENERATION_TABLES:
         delta = warehouse.table(table)  # None: a table this domain never writes (turns)
         assert delta is None or all(Path(uri.removeprefix("file://")).is_file() for uri in delta.file_uris())
+
+
+def test_two_writers_on_one_run_one_fails_at_once_and_the_tables_are_a_single_runs(finished_run, tmp_path):
+    """The probe's defect: two `genenv evolve --run-id R` at once both wrote every generation. Now the second finds
+    the first's lease, exits 2 naming it, and the run's tables are those of one uninterrupted run."""
+    from prefect.settings import PREFECT_API_URL
+
+    config, reference_run, reference = finished_run
+    settings = config.replace(data_dir=str(tmp_path), generations=1)
+    config_file = tmp_path / "config.yaml"
+    config_file.write_text(yaml.safe_dump(settings.to_dict()))
+    env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value(), "GENENV_CRASH_AT": ""}
+    command = [sys.executable, "-m", "genenv.cli", "evolve", "--config", str(config_file), "--run-id", "shared-run"]
+    writers = [subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outcomes = sorted((writer.wait(timeout=300), writer.stderr.read(), writer.pid) for writer in writers)
+    (ok, _, winner), (refused, message, _) = outcomes
+    assert (ok, refused) == (0, 2)
+    assert f"genenv: run shared-run is being written by process {winner} on" in message
+
+    warehouse = Warehouse(settings.resolved_warehouse_uri)
+    assert warehouse.committed("shared-run")["generation"].to_list() == [0, 1]
+    assert warehouse.read("runs", run_id="shared-run").height == 1
+    for table in GENERATION_TABLES:
+        written = warehouse.read(table, run_id="shared-run")
+        uninterrupted = reference.read(table, run_id=reference_run).filter(pl.col("generation") <= 1)
+        assert_frame_equal(comparable(written, "shared-run"), comparable(uninterrupted, reference_run))
