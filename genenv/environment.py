@@ -6,6 +6,8 @@ import os
 import sys
 from pathlib import Path
 
+TEMPORARY_SERVER_STARTUP_SECONDS = 90
+
 
 def prepare_environment(data_dir: str) -> None:
     """Set before Prefect or transformers are imported; values the user already set win.
@@ -19,6 +21,8 @@ def prepare_environment(data_dir: str) -> None:
     os.environ.setdefault("PREFECT_HOME", str(data / "prefect"))
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    # Prefect waits 20 s for its temporary server; under load 1 start in about 12 timed out. Set it to change it.
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", str(TEMPORARY_SERVER_STARTUP_SECONDS))
     if "PREFECT_API_URL" not in os.environ and Path(os.environ["PREFECT_HOME"]) == data / "prefect":
         api = running_stack_api(data)
         if api is not None:
