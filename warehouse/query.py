@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from dataclasses import dataclass
 
 import duckdb
@@ -26,6 +27,11 @@ from genenv.warehouse.schemas import GENERATION_TABLES, TABLES, frame, polars_sc
 from genenv.warehouse.storage import is_remote, local_path, translated
 from genenv.warehouse.store import Warehouse, WarehouseError
 
+QUERY_SECONDS = 300.0
+"""Default limit on one query's run time (`genenv sql --timeout`)."""
+MEMORY_LIMIT = "2GB"
+"""Default limit on a connection's memory (`genenv sql --memory-limit`), in DuckDB's notation; DuckDB's own default
+is 80% of the machine's memory, which a runaway query (generate_series(1, 1e9)) would take."""
 IN_MEMORY_BYTES = 16 * 2**20
 """Snapshots of a table up to this much Parquet are held in the connection's memory (a few times as much)."""
 
@@ -176,6 +182,7 @@ def connect(
     as_of_version: int | None = None,
     tables: set[str] | None = None,
     in_memory_bytes: int = IN_MEMORY_BYTES,
+    memory_limit: str = MEMORY_LIMIT,
 ) -> duckdb.DuckDBPyConnection:
     """A locked DuckDB connection with one view per table (or per table in `tables`), committed rows only.
 
@@ -189,6 +196,11 @@ def connect(
     committed, versions = _snapshot(warehouse, run_id, as_of_generation, as_of_version)
     wanted = set(TABLES) if tables is None else set(tables) & set(TABLES)
     con = duckdb.connect()
+    try:
+        con.execute(f"SET memory_limit = {_literal(memory_limit)}")
+    except duckdb.Error:
+        con.close()
+        raise WarehouseError(f"memory limit {memory_limit!r} is not a size DuckDB reads (e.g. 2GB, 512MB)") from None
     con.execute("SET parquet_metadata_cache = true")
     con.register("_committed", committed.to_arrow())
     con.execute("CREATE VIEW generations AS SELECT * FROM _committed")
@@ -264,15 +276,26 @@ def query(
     run_id: str | None = None,
     as_of_generation: int | None = None,
     as_of_version: int | None = None,
+    timeout: float = QUERY_SECONDS,
+    memory_limit: str = MEMORY_LIMIT,
 ) -> pl.DataFrame:
     """Run one read-only query; returns a polars DataFrame. Nothing is read into memory ahead: one query scans
-    each file at most once, and only the columns it needs."""
+    each file at most once, and only the columns it needs. A query that runs past `timeout` seconds is stopped, and
+    one that needs more than `memory_limit` fails, each saying which limit it hit."""
     check_read_only(sql)
     tables = referenced_tables(sql)
-    con = connect(warehouse, run_id, as_of_generation, as_of_version, tables, in_memory_bytes=0)
+    con = connect(warehouse, run_id, as_of_generation, as_of_version, tables, 0, memory_limit)
+    watchdog = threading.Timer(timeout, con.interrupt)
+    watchdog.start()
     try:
         return con.sql(sql).pl()
+    except duckdb.InterruptException:
+        raise WarehouseError(f"query stopped after {timeout:g} s (the limit; genenv sql --timeout)") from None
+    except duckdb.OutOfMemoryException:
+        limit = f"{memory_limit} (the limit; genenv sql --memory-limit)"
+        raise WarehouseError(f"query needed more memory than {limit}") from None
     except duckdb.Error as exc:
         raise WarehouseError(f"query failed: {exc}") from None
     finally:
+        watchdog.cancel()
         con.close()

@@ -24,6 +24,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     snapshot.add_argument("--as-of-generation", type=int, help="the snapshot of this generation (needs --run)")
     snapshot.add_argument("--as-of-version", type=int, help="the warehouse at this Delta version of `generations`")
     parser.add_argument("--format", choices=FORMATS, help="default: from --output's suffix, else table")
+    parser.add_argument("--timeout", type=float, help="stop the query after this many seconds (default 300)")
+    parser.add_argument("--memory-limit", help="the most memory the query may use, e.g. 512MB (default 2GB)")
     parser.add_argument("--output", type=Path, help="write the result to this file instead of stdout")
     parser.set_defaults(handler=run)
 
@@ -50,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
         run_id=args.run,
         as_of_generation=args.as_of_generation,
         as_of_version=args.as_of_version,
+        **{name: value for name in ("timeout", "memory_limit") if (value := getattr(args, name)) is not None},
     )
     if fmt == "parquet":
         result.write_parquet(args.output)

@@ -3,6 +3,7 @@ and no file outside the snapshot's committed Parquet can be read."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -89,3 +90,18 @@ def test_raw_readers_see_only_committed_files(warehouse):
 def test_explaining_a_query_is_allowed(warehouse, sql):
     check_read_only(sql)
     assert query(warehouse, sql).height >= 1
+
+
+def test_a_runaway_query_is_stopped_at_the_time_limit(warehouse):
+    recursive = "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT count(*) FROM r"
+    started = time.monotonic()
+    with pytest.raises(WarehouseError, match=r"query stopped after 2 s \(the limit; genenv sql --timeout\)"):
+        query(warehouse, recursive, timeout=2)
+    assert time.monotonic() - started < 30
+
+
+def test_a_query_that_needs_too_much_memory_fails_naming_the_limit(warehouse):
+    with pytest.raises(WarehouseError, match="more memory than 64MB"):
+        query(warehouse, "SELECT list(range) FROM range(100000000)", memory_limit="64MB")
+    with pytest.raises(WarehouseError, match="not a size DuckDB reads"):
+        query(warehouse, "SELECT 1", memory_limit="lots")
