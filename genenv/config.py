@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -279,6 +280,35 @@ def resume_differences(stored: GenEnvConfig, requested: GenEnvConfig) -> list[st
     a, b = stored.to_dict(), requested.to_dict()
     ignored = _NOT_SHAPING | RESUMABLE_CHANGES
     return [f"{name}: {a[name]!r} -> {b[name]!r}" for name in sorted(a) if name not in ignored and a[name] != b[name]]
+
+
+def check_local_paths(config: GenEnvConfig) -> None:
+    """Where a run will read and write on this machine, checked before anything loads or registers a run (not on
+    every config: a stored config names paths of the machine that ran it). A model given as a path that does not
+    exist is refused instead of being tried as a hub id; `data_dir` must be a writable folder or creatable."""
+    model = Path(config.model).expanduser()
+    if _looks_local(config.model) and not (model / "config.json").is_file():
+        missing = "does not exist" if not model.exists() else "has no config.json"
+        raise ConfigError(
+            f"model: local folder {config.model!r} {missing} (a hub id looks like org/name; the embedded model "
+            "is embedded:smollm2-135m-instruct)"
+        )
+    data = Path(config.data_dir).expanduser()
+    if data.exists() and not data.is_dir():
+        raise ConfigError(f"data_dir: {config.data_dir!r} is a file, not a folder")
+    try:  # the run makes the folder anyway; a file written and removed is the one sure test of writing there
+        data.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=data).close()
+    except OSError as exc:
+        raise ConfigError(f"data_dir: {config.data_dir!r} is not writable ({exc.strerror or exc})") from None
+
+
+def _looks_local(model: str) -> bool:
+    """A path rather than a hub id (org/name) or the embedded model: absolute, relative with ./ or ../, from ~, or
+    deeper than org/name."""
+    return not model.startswith("embedded:") and (
+        model.startswith(("/", ".", "~")) or model.count("/") > 1 or Path(model).exists()
+    )
 
 
 def field_help() -> list[tuple[str, str, Any, str]]:

@@ -8,6 +8,7 @@ import threading
 from pathlib import Path
 
 from genenv.atomic import atomic_path
+from genenv.config import ConfigError
 from genenv.models.memory import return_freed_memory
 
 EMBEDDED_MODEL = "embedded:smollm2-135m-instruct"
@@ -94,4 +95,7 @@ def _download(repo_id: str, cache_dir: Path) -> Path:
     try:
         return Path(snapshot_download(repo_id, cache_dir=cache_dir))
     except Exception as exc:
-        raise RuntimeError(f"could not download model {repo_id!r} ({exc}); pass a local model folder instead") from exc
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        raise ConfigError(
+            f"model: could not download {repo_id!r} from the model hub ({reason}); pass a local model folder instead"
+        ) from None

@@ -193,6 +193,11 @@ def connect(
     """
     if isinstance(warehouse, str):
         warehouse = Warehouse(warehouse)
+    if not is_remote(warehouse.root_uri) and not local_path(warehouse.root_uri).is_dir():
+        raise WarehouseError(
+            f"no warehouse at {warehouse.root_uri}: the folder does not exist (a run keeps its warehouse in "
+            "<data_dir>/warehouse; pass it with --warehouse or GENENV_WAREHOUSE)"
+        )
     committed, versions = _snapshot(warehouse, run_id, as_of_generation, as_of_version)
     wanted = set(TABLES) if tables is None else set(tables) & set(TABLES)
     con = duckdb.connect()

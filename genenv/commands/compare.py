@@ -61,8 +61,10 @@ def run(args: argparse.Namespace) -> int:
         check_item_sizes(present, args.benchmarks_dir, items)
     except (ValueError, FileNotFoundError) as exc:
         raise ConfigError(f"--items: {exc}") from None
+    from genenv.config import check_local_paths
     from genenv.environment import prepare_environment
 
+    check_local_paths(plans[0].config)
     prepare_environment(plans[0].config.data_dir)
     from genenv.flows.compare import compare
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from genenv.config import load_config, parse_overrides
+from genenv.config import check_local_paths, load_config, parse_overrides
 from genenv.environment import invoked_as, prepare_environment
 
 
@@ -19,6 +19,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     overrides = parse_overrides(args.set)
     config = load_config(args.config, overrides)
+    check_local_paths(config)
     prepare_environment(config.data_dir)
     from genenv.flows.evolve import evolve
     from genenv.models.loading import prefetch_base_model

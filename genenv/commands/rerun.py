@@ -24,8 +24,10 @@ def run(args: argparse.Namespace) -> int:
 
     overrides = parse_overrides(args.set)
     config = plan_fork(Warehouse(args.warehouse), args.run, args.generation, overrides)
+    from genenv.config import check_local_paths
     from genenv.environment import invoked_as, prepare_environment
 
+    check_local_paths(config)
     prepare_environment(config.data_dir)
     from genenv.flows.rerun import rerun_generation
 

@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -129,8 +130,15 @@ def test_queries_cannot_touch_files(warehouse, tmp_path):
 
 
 def test_empty_warehouse_answers_with_empty_views(root_uri):
+    if "://" not in root_uri:
+        Path(root_uri).mkdir()  # an existing, empty folder; a missing one is an error (below)
     result = query(Warehouse(root_uri), "SELECT count(*) AS n FROM trajectories")
     assert result["n"][0] == 0
+
+
+def test_a_missing_warehouse_folder_is_an_error_not_an_empty_answer(tmp_path):
+    with pytest.raises(WarehouseError, match=f"no warehouse at {tmp_path / 'nowhere'}: the folder does not exist"):
+        query(Warehouse(str(tmp_path / "nowhere")), "SELECT count(*) FROM runs")
 
 
 def test_a_table_written_before_a_column_was_added_takes_the_new_rows(root_uri):

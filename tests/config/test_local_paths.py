@@ -1,0 +1,67 @@
+"""Where a run reads and writes, checked before any model loads or a run is registered: one line, exit 2."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from genenv.config import ConfigError, GenEnvConfig, check_local_paths
+
+
+def test_a_model_path_that_does_not_exist_is_refused_not_tried_as_a_hub_id(tmp_path):
+    for model in ("/no/such/model", "./models/mine", "~/nowhere/model", "data/models/x"):
+        with pytest.raises(ConfigError, match=f"model: local folder '{model}' does not exist"):
+            check_local_paths(GenEnvConfig(model=model, data_dir=str(tmp_path)))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ConfigError, match="has no config.json"):
+        check_local_paths(GenEnvConfig(model=str(tmp_path / "empty"), data_dir=str(tmp_path)))
+    (tmp_path / "empty" / "config.json").write_text("{}")
+    check_local_paths(GenEnvConfig(model=str(tmp_path / "empty"), data_dir=str(tmp_path)))
+    check_local_paths(GenEnvConfig(model="HuggingFaceTB/SmolLM2-135M-Instruct", data_dir=str(tmp_path)))  # a hub id
+
+
+def test_a_data_dir_that_is_a_file_is_refused(tmp_path):
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ConfigError, match="data_dir: '.*file' is a file, not a folder"):
+        check_local_paths(GenEnvConfig(data_dir=str(tmp_path / "file")))
+
+
+def test_a_data_dir_that_cannot_be_written_is_refused(tmp_path):
+    """Checked by writing there. Root writes through permission bits, so the folder is one no process may write:
+    sysfs (a locked folder for any other user)."""
+    if os.geteuid() == 0:
+        unwritable = Path("/sys/genenv-data")
+    else:
+        (tmp_path / "locked").mkdir(mode=0o555)
+        unwritable = tmp_path / "locked" / "data"
+    with pytest.raises(ConfigError, match=f"data_dir: '{unwritable}' is not writable"):
+        check_local_paths(GenEnvConfig(data_dir=str(unwritable)))
+
+
+def test_the_cli_refuses_a_missing_model_in_one_line_before_registering_a_run(tmp_path):
+    started = time.monotonic()
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "genenv.cli",
+            "evolve",
+            "--set",
+            "model=/no/such/model",
+            "--set",
+            f"data_dir={tmp_path}",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 2 and time.monotonic() - started < 30
+    assert done.stderr.strip().splitlines() == [
+        "genenv: model: local folder '/no/such/model' does not exist (a hub id looks like org/name; the embedded "
+        "model is embedded:smollm2-135m-instruct)"
+    ]
+    assert not (Path(tmp_path) / "warehouse").exists()
