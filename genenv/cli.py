@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+import traceback
 
 from genenv.commands import COMMANDS
 from genenv.config import ConfigError
@@ -13,6 +14,7 @@ from genenv.errors import RerunError
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="genenv", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    parser.add_argument("--debug", action="store_true", help="show the traceback of a refusal or a failed run")
     commands = parser.add_subparsers(dest="command", required=True)
     for command in COMMANDS:
         command.add_parser(commands)
@@ -33,6 +35,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.handler(args)
     except (ConfigError, WarehouseError, RerunError) as exc:
+        if args.debug:
+            traceback.print_exc()
         print(f"genenv: {exc}", file=sys.stderr)
         return 2
 

@@ -46,3 +46,42 @@ def invoked_as() -> str:
     """How the user ran genenv (e.g. `.venv/bin/genenv` from `make demo`), for commands we suggest next."""
     program = sys.argv[0] if sys.argv else ""
     return program if Path(program).name == "genenv" else "genenv"
+
+
+def quiet_console(debug: bool = False) -> None:
+    """Prefect's console shows an expected failure (a refused config, a busy run, a stop signal) as its one line:
+    the traceback that would bury the reason is left out, unless `--debug`. Call after `prepare_environment`; the
+    Prefect API's copy of each log keeps its traceback."""
+    if debug:
+        return
+    import logging
+
+    from prefect.logging.configuration import setup_logging
+    from prefect.logging.handlers import PrefectConsoleHandler
+
+    from genenv.config import ConfigError
+    from genenv.errors import RerunError
+    from genenv.warehouse.errors import WarehouseError
+
+    setup_logging()
+    expected = (ConfigError, WarehouseError, RerunError, KeyboardInterrupt)
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, PrefectConsoleHandler) and not isinstance(handler.formatter, _WithoutTracebacks):
+            handler.setFormatter(_WithoutTracebacks(handler.formatter or logging.Formatter(), expected))
+
+
+class _WithoutTracebacks:
+    """A console formatter that leaves out the traceback of the expected errors."""
+
+    def __init__(self, inner, expected: tuple[type[BaseException], ...]) -> None:
+        self.inner, self.expected = inner, expected
+
+    def format(self, record):
+        if not (record.exc_info and isinstance(record.exc_info[1], self.expected)):
+            return self.inner.format(record)
+        saved = record.exc_info, record.exc_text
+        record.exc_info = record.exc_text = None
+        try:
+            return self.inner.format(record)
+        finally:
+            record.exc_info, record.exc_text = saved

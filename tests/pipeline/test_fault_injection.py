@@ -91,6 +91,7 @@ def test_two_writers_on_one_run_one_fails_at_once_and_the_tables_are_a_single_ru
     (ok, _, winner), (refused, message, _) = outcomes
     assert (ok, refused) == (0, 2)
     assert f"genenv: run shared-run is being written by process {winner} on" in message
+    assert "Traceback" not in message and len(message.splitlines()) <= 12, message  # Prefect's lines, then the reason
 
     warehouse = Warehouse(settings.resolved_warehouse_uri)
     assert warehouse.committed("shared-run")["generation"].to_list() == [0, 1]
