@@ -25,7 +25,7 @@ from deltalake import DeltaTable
 
 from genenv.warehouse.schemas import GENERATION_TABLES, TABLES, frame, polars_schema
 from genenv.warehouse.storage import is_remote, local_path, translated
-from genenv.warehouse.store import Warehouse, WarehouseError
+from genenv.warehouse.store import Warehouse, WarehouseError, unreadable_as_one_line
 
 QUERY_SECONDS = 300.0
 """Default limit on one query's run time (`genenv sql --timeout`)."""
@@ -216,7 +216,8 @@ def connect(
         pinned = generation_table and versions is not None
         version = versions.get(table) if pinned else None
         delta = None if pinned and version is None else warehouse.table(table, version)
-        readable += _view(con, table, delta, _Scope(run_id, pairs if generation_table else None), in_memory_bytes)
+        with unreadable_as_one_line(table):
+            readable += _view(con, table, delta, _Scope(run_id, pairs if generation_table else None), in_memory_bytes)
     # By construction, not by filtering statements: the connection may open exactly the snapshot's committed
     # Parquet files (no directory, so no Delta log, no uncommitted file, nowhere to create one), then nothing else.
     con.execute(f"SET allowed_paths = [{', '.join(map(_literal, readable))}]")

@@ -7,11 +7,14 @@ the Delta version of every table, which is the generation's snapshot.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
+import duckdb
 import pandera.errors
 import polars as pl
+import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, write_deltalake
 from deltalake.exceptions import TableNotFoundError
 
@@ -93,7 +96,7 @@ class Warehouse:
         if delta is None:
             return frame(table, [])
         filters = [(name, "=", value) for name, value in equals.items()] or None
-        with translated(self.uri(table)):
+        with translated(self.uri(table)), unreadable_as_one_line(table):
             data = pl.from_arrow(delta.to_pyarrow_table(filters=filters))
         schema = polars_schema(table)
         missing = [pl.lit(None, dtype).alias(name) for name, dtype in schema.items() if name not in data.columns]
@@ -141,6 +144,17 @@ class Warehouse:
         if rows.is_empty():
             raise WarehouseError(f"no run {run_id!r} in the warehouse at {self.root_uri}")
         return rows.row(0, named=True)
+
+
+@contextmanager
+def unreadable_as_one_line(table: str) -> Iterator[None]:
+    """A damaged data file (truncated, not Parquet) as one WarehouseError naming the table and the reader's reason,
+    not a page of traceback from every reader of the table."""
+    try:
+        yield
+    except (pa.ArrowException, duckdb.Error) as exc:
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise WarehouseError(f"table {table!r} cannot be read, a file of it is damaged: {reason}") from None
 
 
 def _added_columns(delta: DeltaTable, schema: dict[str, pl.DataType]) -> dict[str, str]:

@@ -3,6 +3,8 @@ and no file outside the snapshot's committed Parquet can be read."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -105,3 +107,18 @@ def test_a_query_that_needs_too_much_memory_fails_naming_the_limit(warehouse):
         query(warehouse, "SELECT list(range) FROM range(100000000)", memory_limit="64MB")
     with pytest.raises(WarehouseError, match="not a size DuckDB reads"):
         query(warehouse, "SELECT 1", memory_limit="lots")
+
+
+def test_a_damaged_file_is_one_line_naming_its_table(warehouse):
+    [committed] = _files(warehouse, "pool/run_id=r1/generation=0/*.parquet")
+    committed.write_bytes(committed.read_bytes()[: committed.stat().st_size // 2])  # truncated, as by a full disk
+    with pytest.raises(WarehouseError, match="table 'pool' cannot be read, a file of it is damaged: .*magic bytes"):
+        query(warehouse, "SELECT count(*) FROM pool")
+    with pytest.raises(WarehouseError, match="table 'pool' cannot be read, a file of it is damaged: .*magic bytes"):
+        warehouse.read("pool", run_id="r1")
+    done = subprocess.run(
+        [sys.executable, "-m", "genenv.cli", "sql", "--warehouse", warehouse.root_uri, "SELECT count(*) FROM pool"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
