@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 import fsspec
 from botocore.exceptions import BotoCoreError
+from deltalake.exceptions import DeltaError
 
 from genenv.warehouse.errors import WarehouseError
 
@@ -33,7 +34,8 @@ _WRONG_ENDPOINT = re.compile(
 )
 _UNREACHABLE = re.compile(
     r"Connection refused|Connect call failed|Could not connect|error sending request|timed? ?out"
-    r"|Connection reset|connection (was )?closed|Temporary failure in name resolution",
+    r"|Connection reset|connection (was )?closed|Temporary failure in name resolution"
+    r"|Error performing (PUT|GET|POST|DELETE|HEAD|LIST)|Read timeout|incomplete message",
     re.IGNORECASE,
 )
 
@@ -68,6 +70,13 @@ def _env() -> dict[str, str]:
     return {key: os.environ[key] for key in _S3_ENV if os.environ.get(key)}
 
 
+REQUEST_LIMITS = {"connect_timeout": "5s", "timeout": "10s", "max_retries": "2", "retry_timeout": "20s"}
+"""delta-rs's own limits per call, so an endpoint that accepts connections and never answers fails within about 30 s
+(its defaults waited minutes: 183 s for a query, 589 s for a stage); the stage retry policy then retries the stage."""
+S3FS_LIMITS = {"connect_timeout": 5, "read_timeout": 10, "retries": {"max_attempts": 2}}
+"""The same for s3fs (staging files, leases): botocore's timeouts and retries."""
+
+
 def storage_options(root_uri: str) -> dict[str, str] | None:
     """delta-rs / polars storage options for the root (None for a local folder)."""
     if not root_uri.startswith("s3://"):
@@ -94,6 +103,7 @@ def filesystem(uri: str) -> tuple[fsspec.AbstractFileSystem, str]:
         token=env.get("AWS_SESSION_TOKEN"),
         endpoint_url=env.get("AWS_ENDPOINT_URL"),
         client_kwargs={"region_name": env.get("AWS_REGION", "us-east-1")},
+        config_kwargs=S3FS_LIMITS,
         skip_instance_cache=True,
     )
     return fs, uri.removeprefix("s3://")
@@ -134,7 +144,7 @@ def translated(uri: str) -> Iterator[None]:
         yield
     except WarehouseError:
         raise
-    except (OSError, RuntimeError, ValueError, BotoCoreError) as exc:
+    except (OSError, RuntimeError, ValueError, BotoCoreError, DeltaError) as exc:
         if not is_remote(uri):
             raise  # a local folder's own OSError says what is wrong; these messages are about S3
         message = _chain(exc)

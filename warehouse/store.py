@@ -20,7 +20,7 @@ from deltalake.exceptions import TableNotFoundError
 
 from genenv.warehouse.errors import WarehouseError
 from genenv.warehouse.schemas import GENERATION_TABLES, PARTITIONS, SCHEMA_VERSION, TABLES, frame, now, polars_schema
-from genenv.warehouse.storage import storage_options, table_uri, translated
+from genenv.warehouse.storage import REQUEST_LIMITS, storage_options, table_uri, translated
 
 __all__ = ["Warehouse", "WarehouseError"]
 
@@ -32,6 +32,8 @@ class Warehouse:
     def __init__(self, root_uri: str) -> None:
         self.root_uri = root_uri.rstrip("/")
         self._options = storage_options(self.root_uri)
+        self._delta_options = None if self._options is None else {**self._options, **REQUEST_LIMITS}
+        """What genenv's own delta-rs calls use: bounded waits and retries on top of the credentials."""
 
     @property
     def storage_options(self) -> dict[str, str] | None:
@@ -48,7 +50,7 @@ class Warehouse:
         uri = self.uri(table)
         with translated(uri):
             try:
-                return DeltaTable(uri, version=version, storage_options=self._options)
+                return DeltaTable(uri, version=version, storage_options=self._delta_options)
             except TableNotFoundError:
                 return None
 
@@ -86,7 +88,7 @@ class Warehouse:
                 mode="append",
                 **creation,
                 commit_properties=CommitProperties(custom_metadata={"genenv.schema_version": str(SCHEMA_VERSION)}),
-                storage_options=self._options,
+                storage_options=self._delta_options,
             )
         return delta.version() if delta is not None else self.version(table)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 import socketserver
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from urllib.parse import urlsplit
@@ -23,11 +24,10 @@ from tests.warehouse.conftest import BUCKET, SECRET_KEY
 
 @pytest.fixture
 def fast_retries(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Stage retries without their delays, and no delta-rs retries inside an attempt (ten, about 3 s): the
-    stage's own retries are what is under test."""
+    """Stage retries without their delays, and no delta-rs retries inside an attempt: the stage's own retries are
+    what is under test."""
     monkeypatch.setattr(options, "RETRY_DELAYS_SECONDS", [0] * options.RETRIES)
-    with_retries = store.storage_options
-    monkeypatch.setattr(store, "storage_options", lambda root: {**with_retries(root), "max_retries": "0"})
+    monkeypatch.setattr(store, "REQUEST_LIMITS", {**store.REQUEST_LIMITS, "max_retries": "0"})
 
 
 def _as_a_stage(body: Callable[[], int]) -> int:
@@ -61,10 +61,12 @@ class _Relay(socketserver.ThreadingTCPServer):
     allow_reuse_address = True
     daemon_threads = True
 
+    handler: type[socketserver.BaseRequestHandler]
+
     def __init__(self, port: int, target: str) -> None:
         upstream = urlsplit(target)
         self.target = (upstream.hostname, upstream.port)
-        super().__init__(("127.0.0.1", port), _RelayHandler)
+        super().__init__(("127.0.0.1", port), self.handler)
         threading.Thread(target=self.serve_forever, daemon=True).start()
 
 
@@ -148,3 +150,93 @@ def test_s3fs_connection_errors_are_told_apart_by_their_cause(s3_env, cause, tra
         raise EndpointConnectionError(endpoint_url="http://127.0.0.1:9/x") from cause
     assert isinstance(error.value, StorageUnreachable) is transient
     assert is_transient(error.value) is transient
+
+
+class _DyingRelay(_Relay):
+    """The S3 server dying in the middle of a write: the first PUT's connection is cut instead of forwarded."""
+
+    def __init__(self, port: int, target: str) -> None:
+        self.puts_to_drop = 1
+        super().__init__(port, target)
+
+
+class _DyingRelayHandler(_RelayHandler):
+    server: _DyingRelay
+
+    def handle(self) -> None:
+        with socket.create_connection(self.server.target) as upstream:
+            back = threading.Thread(target=_pump, args=(upstream, self.request), daemon=True)
+            back.start()
+            try:
+                while data := self.request.recv(65536):
+                    if data.startswith(b"PUT ") and self.server.puts_to_drop:
+                        self.server.puts_to_drop -= 1
+                        return  # both connections close unanswered
+                    upstream.sendall(data)
+                upstream.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass
+            back.join()
+
+
+_Relay.handler = _RelayHandler
+_DyingRelay.handler = _DyingRelayHandler
+
+
+def test_a_write_cut_off_by_the_server_dying_is_retried_and_lands_once(
+    s3_env, prefect_server, fast_retries, monkeypatch
+):
+    """delta-rs's failed PUT ("Error performing PUT") was neither retried nor named; now the stage retries it."""
+    port = _free_port()
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{port}")
+    root = f"s3://{BUCKET}/{uuid.uuid4().hex[:8]}/wh"
+    relay = _DyingRelay(port, s3_env["AWS_ENDPOINT_URL"])
+    attempts: list[int] = []
+    row = {"run_id": "r1", "generation": 0, "pool": "train", "task_id": "t1", "weight": 1.0}
+
+    def write_pool() -> int:  # idempotent, as every stage is: a retry finds what a landed attempt wrote
+        attempts.append(1)
+        warehouse = Warehouse(root)
+        if not warehouse.has_rows("pool", "r1", 0):
+            warehouse.append("pool", [row])
+        return warehouse.read("pool").height
+
+    try:
+        assert _as_a_stage(write_pool) == 1
+    finally:
+        relay.shutdown()
+        relay.server_close()
+    assert len(attempts) == 2 and relay.puts_to_drop == 0
+
+
+class _Silent(socketserver.ThreadingTCPServer):
+    """An endpoint that accepts connections and never answers."""
+
+    daemon_threads = True
+
+    def __init__(self, port: int) -> None:
+        super().__init__(("127.0.0.1", port), _SilentHandler)
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+
+class _SilentHandler(socketserver.BaseRequestHandler):
+    def handle(self) -> None:
+        while self.request.recv(65536):
+            pass
+
+
+@pytest.mark.parametrize("operation", ["read", "write"])
+def test_an_endpoint_that_never_answers_fails_within_30_seconds_naming_it(s3_env, monkeypatch, operation):
+    port = _free_port()
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{port}")
+    silent = _Silent(port)
+    warehouse = Warehouse(f"s3://{BUCKET}/wh")
+    row = {"run_id": "r1", "generation": 0, "pool": "train", "task_id": "t1", "weight": 1.0}
+    started = time.monotonic()
+    try:
+        with pytest.raises(StorageUnreachable, match=f"cannot reach S3 at http://127.0.0.1:{port} for s3://"):
+            warehouse.read("pool") if operation == "read" else warehouse.append("pool", [row])
+    finally:
+        silent.shutdown()
+        silent.server_close()
+    assert time.monotonic() - started < 30
