@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from genenv.config import ConfigError
 from genenv.models import loading
 from genenv.models.loading import EMBEDDED_MODEL, prefetch_base_model, resolve_base_model
 
@@ -27,7 +28,7 @@ def test_hub_failure_names_the_id(monkeypatch: pytest.MonkeyPatch, tmp_path: Pat
         raise OSError("no network")
 
     monkeypatch.setattr("huggingface_hub.snapshot_download", offline)
-    with pytest.raises(RuntimeError, match="someone/some-model.*local model folder"):
+    with pytest.raises(ConfigError, match="someone/some-model.*no network.*local model folder"):
         resolve_base_model("someone/some-model", tmp_path)
 
 
