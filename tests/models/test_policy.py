@@ -344,8 +344,7 @@ def test_rows_sharing_a_prompt_prefix_compute_it_once_with_the_same_result(polic
     # fp32 sums in another order (the prefix's keys and values are one computation, not three): rounding only
     assert logp[mask].sum().item() == pytest.approx(whole.item(), abs=1e-4)
     # Elementwise atol=1e-5 failed on one thread, where entries of magnitude 5 moved by more. Rounding moves each
-    # gradient by about 1.2e-6 of its norm here; a bound relative to
-    # each gradient's norm is what fp32 rounding keeps, and wrong keys, values or positions move it by O(1).
+    # gradient by about 1.2e-6 of its norm here; wrong keys, values or positions would move it by O(1).
     for shared, expected in zip(shared_grads, whole_grads, strict=True):
         assert (shared - expected).norm() <= 1e-4 * expected.norm()
     assert policy.shared_prefix([prompts[0], [2, *prefix, 52]]) == 0  # nothing in common
