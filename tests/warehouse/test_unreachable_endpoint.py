@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
 import socketserver
 import threading
@@ -14,12 +16,13 @@ import pytest
 from botocore.exceptions import EndpointConnectionError
 from prefect import flow
 
+from genenv.infra import seaweedfs
 from genenv.tasks import options
 from genenv.tasks.options import is_transient, stage
 from genenv.warehouse import store
 from genenv.warehouse.storage import StorageUnreachable, translated
 from genenv.warehouse.store import Warehouse, WarehouseError
-from tests.warehouse.conftest import BUCKET, SECRET_KEY
+from tests.warehouse.conftest import ACCESS_KEY, BUCKET, SECRET_KEY
 
 
 @pytest.fixture
@@ -152,16 +155,21 @@ def test_s3fs_connection_errors_are_told_apart_by_their_cause(s3_env, cause, tra
     assert is_transient(error.value) is transient
 
 
-class _DyingRelay(_Relay):
-    """The S3 server dying in the middle of a write: the first PUT's connection is cut instead of forwarded."""
+class _KillingRelay(_Relay):
+    """Forwards to a real SeaweedFS server and SIGKILLs it while the first PUT passes through."""
 
-    def __init__(self, port: int, target: str) -> None:
-        self.puts_to_drop = 1
-        super().__init__(port, target)
+    def __init__(self, port: int, weed: seaweedfs.S3Server) -> None:
+        self.weed = weed
+        self.killed_during_put = False
+        super().__init__(port, weed.endpoint)
+
+    def point_at(self, weed: seaweedfs.S3Server) -> None:
+        upstream = urlsplit(weed.endpoint)
+        self.target = (upstream.hostname, upstream.port)
 
 
-class _DyingRelayHandler(_RelayHandler):
-    server: _DyingRelay
+class _KillingRelayHandler(_RelayHandler):
+    server: _KillingRelay
 
     def handle(self) -> None:
         with socket.create_connection(self.server.target) as upstream:
@@ -169,33 +177,44 @@ class _DyingRelayHandler(_RelayHandler):
             back.start()
             try:
                 while data := self.request.recv(65536):
-                    if data.startswith(b"PUT ") and self.server.puts_to_drop:
-                        self.server.puts_to_drop -= 1
-                        return  # both connections close unanswered
                     upstream.sendall(data)
+                    if data.startswith(b"PUT ") and not self.server.killed_during_put:
+                        self.server.killed_during_put = True
+                        os.kill(self.server.weed.pid, signal.SIGKILL)  # the PID this test started
+                        assert self.server.weed.process is not None
+                        self.server.weed.process.wait()
                 upstream.shutdown(socket.SHUT_WR)
             except OSError:
-                pass
+                pass  # the server is gone
             back.join()
 
 
 _Relay.handler = _RelayHandler
-_DyingRelay.handler = _DyingRelayHandler
+_KillingRelay.handler = _KillingRelayHandler
 
 
-def test_a_write_cut_off_by_the_server_dying_is_retried_and_lands_once(
-    s3_env, prefect_server, fast_retries, monkeypatch
+def test_a_server_killed_during_a_write_and_brought_back_gets_the_write_once(
+    tmp_path, prefect_server, fast_retries, monkeypatch
 ):
-    """delta-rs's failed PUT ("Error performing PUT") was neither retried nor named; now the stage retries it."""
+    """delta-rs's failed PUT ("Error performing PUT") was neither retried nor named; now the stage retries it.
+    A SeaweedFS server of its own is SIGKILLed as the first PUT reaches it and restarted on the same data folder
+    before the retry, behind the same address."""
+    folder = tmp_path / "weed"
+    servers = [seaweedfs.start(folder, ACCESS_KEY, SECRET_KEY, bucket=BUCKET)]
     port = _free_port()
+    for key, value in servers[0].env(ACCESS_KEY, SECRET_KEY).items():
+        monkeypatch.setenv(key, value)
     monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{port}")
-    root = f"s3://{BUCKET}/{uuid.uuid4().hex[:8]}/wh"
-    relay = _DyingRelay(port, s3_env["AWS_ENDPOINT_URL"])
+    root = f"s3://{BUCKET}/wh"
+    relay = _KillingRelay(port, servers[0])
     attempts: list[int] = []
     row = {"run_id": "r1", "generation": 0, "pool": "train", "task_id": "t1", "weight": 1.0}
 
     def write_pool() -> int:  # idempotent, as every stage is: a retry finds what a landed attempt wrote
         attempts.append(1)
+        if relay.killed_during_put and servers[-1].process.poll() is not None:
+            servers.append(seaweedfs.start(folder, ACCESS_KEY, SECRET_KEY, bucket=BUCKET))
+            relay.point_at(servers[-1])
         warehouse = Warehouse(root)
         if not warehouse.has_rows("pool", "r1", 0):
             warehouse.append("pool", [row])
@@ -206,7 +225,9 @@ def test_a_write_cut_off_by_the_server_dying_is_retried_and_lands_once(
     finally:
         relay.shutdown()
         relay.server_close()
-    assert len(attempts) == 2 and relay.puts_to_drop == 0
+        for server in servers:
+            seaweedfs.stop(server)
+    assert relay.killed_during_put and len(servers) == 2 and len(attempts) == 2
 
 
 class _Silent(socketserver.ThreadingTCPServer):
