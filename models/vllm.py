@@ -121,6 +121,10 @@ class VllmEngine:
             options |= {"enable_lora": True, "max_loras": len(ROLES), "max_lora_rank": rank}
         if cuda:
             options |= {"gpu_memory_utilization": settings.gpu_memory_utilization, "enable_sleep_mode": True}
+        else:
+            # A prompt prefilled in chunks rewinds its request's seeded generator, which vLLM's CPU build cannot do
+            # ("CPU Generator does not use offset"); BFCL's prompts of long function lists reach that size.
+            options |= {"enable_chunked_prefill": False, "max_num_batched_tokens": _context_length(settings.model)}
         self.llm: LLM = LLM(
             model=settings.model,
             dtype=settings.dtype,
@@ -184,6 +188,13 @@ class VllmEngine:
         gc.collect()
         if self.cuda:
             torch.cuda.empty_cache()
+
+
+def _context_length(model: str) -> int:
+    """The model's context in tokens, from its config.json (vLLM's max_model_len unless told otherwise)."""
+    from transformers import AutoConfig
+
+    return AutoConfig.from_pretrained(model).max_position_embeddings
 
 
 def merged_weights(policy: PolicyPair, role: str) -> Iterator[tuple[str, torch.Tensor]]:

@@ -51,9 +51,14 @@ def test_a_generation_runs_on_one_vllm_engine(tiny_model_dir, prefect_server, tm
     assert committed["generation"].to_list() == [0, 1]
     assert json.loads(warehouse.run(run_id)["config_json"])["backend"] == "vllm"
     tasks = warehouse.read("tasks", run_id=run_id, generation=1)
-    assert tasks.height == config.seeds_per_generation * config.variations_per_seed
+    simulator_tasks = tasks.filter(origin="simulator")
+    assert simulator_tasks.height == config.seeds_per_generation * config.variations_per_seed
+    abstentions = tasks.filter(origin="abstention")
+    assert abstentions.height >= 1 and (abstentions["answer"] == "[]").all()
     trajectories = warehouse.read("trajectories", run_id=run_id, generation=1)
-    assert trajectories.filter(purpose="pool").height == config.pool_tasks_per_generation * config.rollouts_per_task
+    drawn = config.dynamic_sampling_draws * config.pool_tasks_per_generation
+    assert trajectories.filter(purpose="pool").height == drawn * config.rollouts_per_task
+    assert trajectories.filter(purpose="abstention").height == abstentions.height * config.rollouts_per_task
     lengths = trajectories["completion_ids"].list.len()
     assert (lengths >= 1).all() and (lengths <= config.agent_max_new_tokens).all()
     assert (trajectories["completion_tokens"] == lengths).all()
