@@ -17,10 +17,12 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from pathlib import Path
 from typing import Any
 
 import psutil
 
+from genenv.atomic import atomic_path
 from genenv.warehouse.errors import WarehouseError
 from genenv.warehouse.storage import filesystem, is_remote, join, translated
 
@@ -174,11 +176,9 @@ def _renew(uri: str, mine: dict[str, Any], stop: threading.Event) -> None:
         with suppress(WarehouseError, OSError), translated(uri):
             if is_remote(uri):
                 fs.pipe_file(path, json.dumps(mine).encode())  # an S3 put replaces the object whole
-            else:  # never a truncated file a reader could take for a torn, stale lease
-                staging = f"{path}.{os.getpid()}.renew"
-                with open(staging, "wb") as file:
-                    file.write(json.dumps(mine).encode())
-                os.replace(staging, path)
+            else:  # write-then-rename: never a truncated file a reader could take for a torn, stale lease
+                with atomic_path(Path(path)) as staging:
+                    staging.write_bytes(json.dumps(mine).encode())
 
 
 def _release(uri: str, mine: dict[str, Any]) -> None:
