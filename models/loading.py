@@ -9,6 +9,7 @@ from pathlib import Path
 
 from genenv.atomic import atomic_path
 from genenv.config import ConfigError
+from genenv.errors import first_line
 from genenv.models.memory import return_freed_memory
 
 EMBEDDED_MODEL = "embedded:smollm2-135m-instruct"
@@ -95,7 +96,7 @@ def _download(repo_id: str, cache_dir: Path) -> Path:
     try:
         return Path(snapshot_download(repo_id, cache_dir=cache_dir))
     except Exception as exc:
-        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
         raise ConfigError(
-            f"model: could not download {repo_id!r} from the model hub ({reason}); pass a local model folder instead"
+            f"model: could not download {repo_id!r} from the model hub ({first_line(exc)[:200]}); "
+            "pass a local model folder instead"
         ) from None

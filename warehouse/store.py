@@ -18,6 +18,7 @@ import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, write_deltalake
 from deltalake.exceptions import TableNotFoundError
 
+from genenv.errors import first_line
 from genenv.warehouse.errors import WarehouseError
 from genenv.warehouse.schemas import GENERATION_TABLES, PARTITIONS, SCHEMA_VERSION, TABLES, frame, now, polars_schema
 from genenv.warehouse.storage import REQUEST_LIMITS, storage_options, table_uri, translated
@@ -155,8 +156,7 @@ def unreadable_as_one_line(table: str) -> Iterator[None]:
     try:
         yield
     except (pa.ArrowException, duckdb.Error) as exc:
-        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise WarehouseError(f"table {table!r} cannot be read, a file of it is damaged: {reason}") from None
+        raise WarehouseError(f"table {table!r} cannot be read, a file of it is damaged: {first_line(exc)}") from None
 
 
 def _added_columns(delta: DeltaTable, schema: dict[str, pl.DataType]) -> dict[str, str]:
