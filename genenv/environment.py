@@ -48,12 +48,17 @@ def invoked_as() -> str:
     return program if Path(program).name == "genenv" else "genenv"
 
 
-def quiet_console(debug: bool = False) -> None:
+def prepare_command(data_dir: str, debug: bool) -> None:
+    """What a command that runs flows does first: the environment, then Prefect's console."""
+    prepare_environment(data_dir)
+    if not debug:
+        _quiet_console()
+
+
+def _quiet_console() -> None:
     """Prefect's console shows an expected failure (a refused config, a busy run, a stop signal) as its one line:
-    the traceback that would bury the reason is left out, unless `--debug`. Call after `prepare_environment`; the
-    Prefect API's copy of each log keeps its traceback."""
-    if debug:
-        return
+    the traceback that would bury the reason is left out (`genenv --debug` keeps it). The Prefect API's copy of
+    each log keeps its traceback."""
     import logging
 
     from prefect.logging.configuration import setup_logging

@@ -62,11 +62,10 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, FileNotFoundError) as exc:
         raise ConfigError(f"--items: {exc}") from None
     from genenv.config import check_local_paths
-    from genenv.environment import prepare_environment, quiet_console
+    from genenv.environment import prepare_command
 
     check_local_paths(plans[0].config)
-    prepare_environment(plans[0].config.data_dir)
-    quiet_console(args.debug)
+    prepare_command(plans[0].config.data_dir, args.debug)
     from genenv.flows.compare import compare
 
     report = compare(

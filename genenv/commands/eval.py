@@ -61,10 +61,9 @@ def run(args: argparse.Namespace) -> int:
         check_item_sizes(names, args.data, items)
     except (ValueError, FileNotFoundError) as exc:
         raise ConfigError(f"--items: {exc}") from None
-    from genenv.environment import prepare_environment, quiet_console
+    from genenv.environment import prepare_command
 
-    prepare_environment(args.cache_dir)
-    quiet_console(args.debug)
+    prepare_command(args.cache_dir, args.debug)
     from genenv.flows.evaluate import evaluate
 
     eval_batch = evaluate(

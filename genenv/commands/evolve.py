@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from genenv.config import check_local_paths, load_config, parse_overrides
-from genenv.environment import invoked_as, prepare_environment, quiet_console
+from genenv.environment import invoked_as, prepare_command
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -20,8 +20,7 @@ def run(args: argparse.Namespace) -> int:
     overrides = parse_overrides(args.set)
     config = load_config(args.config, overrides)
     check_local_paths(config)
-    prepare_environment(config.data_dir)
-    quiet_console(args.debug)
+    prepare_command(config.data_dir, args.debug)
     from genenv.flows.evolve import evolve
     from genenv.models.loading import prefetch_base_model
 

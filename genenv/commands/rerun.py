@@ -25,11 +25,10 @@ def run(args: argparse.Namespace) -> int:
     overrides = parse_overrides(args.set)
     config = plan_fork(Warehouse(args.warehouse), args.run, args.generation, overrides)
     from genenv.config import check_local_paths
-    from genenv.environment import invoked_as, prepare_environment, quiet_console
+    from genenv.environment import invoked_as, prepare_command
 
     check_local_paths(config)
-    prepare_environment(config.data_dir)
-    quiet_console(args.debug)
+    prepare_command(config.data_dir, args.debug)
     from genenv.flows.rerun import rerun_generation
 
     fork_id = rerun_generation(args.warehouse, args.run, args.generation, args.fork, overrides)
