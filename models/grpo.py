@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 
 from genenv.models.memory import return_freed_memory
-from genenv.models.policy import PolicyPair, length_batches, median_budget
+from genenv.models.policy import PolicyPair
 
 
 @dataclass(frozen=True)
@@ -36,13 +36,14 @@ class GroupSample:
         return sum(self.learned)
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Row:
-    """A sample the update computes, with its per-token log-probs from before the first step."""
+    """A sample the update computes, with its per-token log-probs from before the first step: a row of the first
+    step has none until that step's own forward (`_micro_batch_loss`) records them."""
 
     sample: GroupSample
     advantage: float
-    old_logp: torch.Tensor
+    old_logp: torch.Tensor | None
     ref_logp: torch.Tensor | None
 
 
@@ -92,9 +93,12 @@ def grpo_update(
     -min(r A, clip(r, 1 - eps, 1 + eps) A) with r = exp(logp - logp_old), plus kl_coef * k3(logp, logp_ref);
     summed over the minibatch's completion tokens and divided by their number. logp_old (and logp_ref) come
     from one no-grad pass before the first step, so r measures how far this call's earlier steps moved the
-    policy. The record's token means (kl, clip_ratio, entropy, approx_kl) cover the rows the step computed.
+    policy; the first step's own rows are on-policy, so their logp_old is their logp in that step, detached, and
+    the no-grad pass skips them (TRL does the same when it can).
+    The record's token means (kl, clip_ratio, entropy, approx_kl) cover the rows the step computed.
     A step's rows are computed in length-sorted micro-batches of about `micro_batch_size` median-length rows'
-    tokens (`length_batches`), so little of the work is padding; the loss is a sum, so the cut does not change it.
+    tokens (`PolicyPair.micro_batches`), so little of the work is padding; the loss is a sum, so the cut does not
+    change it.
     """
     advantages = group_advantages(samples)
     zero_spread = zero_spread_share(samples)
@@ -110,7 +114,7 @@ def grpo_update(
         return records
     records: list[dict] = []
     with policy.training(role, lr) as (optimizer, params):
-        rows = _rows(policy, role, samples, advantages, live, kl_coef != 0.0, micro_batch_size)
+        rows = _rows(policy, role, samples, advantages, live, kl_coef != 0.0, micro_batch_size, set(plan[0]))
         for step, minibatch in enumerate(plan):
             trained = [rows[i] for i in minibatch if i in rows]
             if trained:
@@ -120,7 +124,7 @@ def grpo_update(
                 optimizer.zero_grad(set_to_none=True)
                 sums: dict[str, float] = defaultdict(float)
                 lengths = [_length(r.sample) for r in trained]
-                for indices in length_batches(lengths, median_budget(lengths, micro_batch_size)):
+                for indices in policy.micro_batches([r.sample.prompt_ids for r in trained], lengths, micro_batch_size):
                     micro_batch = [trained[i] for i in indices]
                     # Micro-batches of other lengths leave the C heap fragmented: handing its free pages back first
                     # keeps the stage's peak near one micro-batch's activations (the demo: 2.9 -> 2.6 GB, ~0.5 s).
@@ -172,10 +176,15 @@ def _rows(
     live: Sequence[int],
     with_reference: bool,
     micro_batch_size: int,
+    first_step: set[int],
 ) -> dict[int, _Row]:
-    """The rows to train on, keyed by sample index, with logp_old (and logp_ref) from no-grad passes."""
+    """The rows to train on, keyed by sample index, with logp_old (and logp_ref) from no-grad passes; the rows of
+    `first_step` get their logp_old from that step instead."""
     batch = [samples[i] for i in live]
-    old = _logprobs(policy, batch, micro_batch_size)
+    later = [k for k, i in enumerate(live) if i not in first_step]
+    old: list[torch.Tensor | None] = [None] * len(batch)
+    for k, value in zip(later, _logprobs(policy, [batch[k] for k in later], micro_batch_size), strict=True):
+        old[k] = value
     ref: list[torch.Tensor | None] = [None] * len(batch)
     if with_reference:
         with policy.reference(role):
@@ -188,7 +197,7 @@ def _logprobs(policy: PolicyPair, samples: Sequence[GroupSample], micro_batch_si
     out: list[torch.Tensor] = [torch.empty(0)] * len(samples)
     with torch.no_grad():
         lengths = [_length(s) for s in samples]
-        for indices in length_batches(lengths, median_budget(lengths, micro_batch_size)):
+        for indices in policy.micro_batches([s.prompt_ids for s in samples], lengths, micro_batch_size):
             batch = [samples[i] for i in indices]
             logp, _, mask = policy.completion_token_logprobs(
                 [s.prompt_ids for s in batch], [s.completion_ids for s in batch]
@@ -211,6 +220,10 @@ def _micro_batch_loss(
         [r.sample.prompt_ids for r in batch], [r.sample.completion_ids for r in batch]
     )
     logp = _padded_to_zero(logp, mask)
+    current = logp.detach()[mask].split([len(r.sample.completion_ids) for r in batch])
+    for row, values in zip(batch, current, strict=True):
+        if row.old_logp is None:  # a first-step row: on-policy, its logp_old is this forward's logp
+            row.old_logp = values
     old_logp = _placed([r.old_logp for r in batch], mask)
     learned = (
         _placed([torch.tensor(r.sample.learned, dtype=torch.float32, device=mask.device) for r in batch], mask) > 0

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import torch
 
 from genenv.models.generation import encode_prompt
-from genenv.models.policy import PolicyPair, length_batches, median_budget
+from genenv.models.policy import PolicyPair
 
 
 @dataclass(frozen=True)
@@ -94,7 +94,7 @@ def _step(
     sums = {"nll": 0.0, "kl": 0.0, "entropy": 0.0}
     optimizer.zero_grad(set_to_none=True)
     lengths = [len(e.prompt_ids) + len(e.target_ids) for e in batch]
-    for indices in length_batches(lengths, median_budget(lengths, len(batch))):
+    for indices in policy.micro_batches([e.prompt_ids for e in batch], lengths, len(batch)):
         micro = [batch[i] for i in indices]
         prompts = [e.prompt_ids for e in micro]
         targets_ids = [e.target_ids for e in micro]

@@ -200,6 +200,24 @@ def test_first_step_is_on_policy_and_later_steps_clip(policy: PolicyPair) -> Non
     assert all(r["clip_ratio"] > 0.1 and r["approx_kl"] > 1e-3 for r in later)
 
 
+def test_the_first_steps_rows_are_not_forwarded_twice(policy: PolicyPair, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first step is on-policy: its rows' logp_old come from that step's own forward, so the no-grad pass
+    before it computes only the rows of later steps; the ratio of the first step is exactly 1."""
+    rows = samples([1.0, 0.0, 0.0, 1.0], [1.0, 0.0])
+    forwarded = {"no_grad": 0, "grad": 0}
+    inner = policy.completion_token_logprobs
+
+    def counted(prompts, completions):
+        forwarded["grad" if torch.is_grad_enabled() else "no_grad"] += len(prompts)
+        return inner(prompts, completions)
+
+    monkeypatch.setattr(policy, "completion_token_logprobs", counted)
+    records = grpo_update(policy, "agent", rows, lr=0.1, kl_coef=0.0, epochs=1, minibatch_size=4, micro_batch_size=8)
+    assert forwarded == {"no_grad": 2, "grad": 6}
+    assert records[0]["approx_kl"] == 0.0 and records[0]["clip_ratio"] == 0.0
+    assert records[1]["approx_kl"] > 0.0, "the second step's rows are scored against the weights before the first"
+
+
 def test_loss_and_metrics_match_a_direct_computation(policy: PolicyPair, tiny_model_dir: Path, tmp_path: Path) -> None:
     """Step 1 of a 2-step call, recomputed row by row: ratio to the weights before the call, clip, k3 to the
     reference adapter, dapo normalisation, and TRL's clip_ratio; the reference differs from the start adapter."""

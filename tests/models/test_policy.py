@@ -245,6 +245,19 @@ def test_length_batches_sort_and_size_by_tokens() -> None:
     assert length_batches([], 10) == [] and median_budget([], 4) == 0
 
 
+def test_micro_batches_pad_rather_than_compute_the_shared_prefix_twice(policy: PolicyPair) -> None:
+    """Four rows behind one long common prefix: cut by whole lengths the longest would go alone (3 + 1) and compute
+    the prefix a second time; counted after the prefix, with its tokens as allowance, they stay one micro-batch.
+    Without a shared prefix (too short to share) the cut is `length_batches` over median-length rows."""
+    prefix = list(range(1, 41))
+    prompts = [prefix + [50 + i] * n for i, n in enumerate((4, 6, 8, 14))]
+    lengths = [len(p) + 3 for p in prompts]
+    assert length_batches(lengths, median_budget(lengths, 4)) == [[0, 1, 2], [3]]
+    assert policy.micro_batches(prompts, lengths, 4) == [[0, 1, 2, 3]]
+    unshared = [[60 + i] + p[1:] for i, p in enumerate(prompts)]
+    assert policy.micro_batches(unshared, lengths, 4) == [[0, 1, 2], [3]]
+
+
 def test_merged_forward_equals_the_adapter_and_leaves_no_trace(
     policy: PolicyPair, tmp_path: Path, snapshot, unchanged
 ) -> None:
