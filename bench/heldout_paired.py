@@ -1,7 +1,8 @@
 """Held-out seed success of each run in a warehouse: generation 0 against its last generation, paired over the same
-held-out tasks, with a 95% percentile bootstrap interval of the difference.
+held-out tasks, with a 95% percentile bootstrap interval of the difference. A fork's generation 0 is its parent's.
+With `--against RUN`, every other run's last generation is also paired with RUN's last generation.
 
-    python bench/heldout_paired.py data/laptop/warehouse
+    python bench/heldout_paired.py data/laptop/warehouse [--against RUN_ID] [--generation G]
 """
 
 from __future__ import annotations
@@ -9,31 +10,48 @@ from __future__ import annotations
 import argparse
 import random
 
+import polars as pl
+
 from genenv.warehouse.store import Warehouse
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("warehouse")
+    parser.add_argument("--against", help="a run whose last generation every other run's is paired with")
+    parser.add_argument("--generation", type=int, help="compare this generation instead of each run's last")
     parser.add_argument("--resamples", type=int, default=10_000)
     args = parser.parse_args()
-    heldout = Warehouse(args.warehouse).read("trajectories").filter(purpose="heldout")
-    for run_id in sorted(heldout["run_id"].unique()):
-        rows = heldout.filter(run_id=run_id)
-        last = rows["generation"].max()
-        first = dict(rows.filter(generation=0).select("task_id", "solved").iter_rows())
-        final = dict(rows.filter(generation=last).select("task_id", "solved").iter_rows())
+    warehouse = Warehouse(args.warehouse)
+    heldout = warehouse.read("trajectories").filter(purpose="heldout")
+    parents = dict(warehouse.read("runs").select("run_id", "parent_run_id").iter_rows())
+
+    def solved(run_id: str, generation: int) -> dict[str, int]:
+        while generation == 0 and parents.get(run_id):  # a fork shares its parent's generation 0
+            run_id = parents[run_id]
+        rows = heldout.filter((pl.col("run_id") == run_id) & (pl.col("generation") == generation))
+        return {task: int(value) for task, value in rows.select("task_id", "solved").iter_rows()}
+
+    def compared(label: str, first: dict[str, int], final: dict[str, int]) -> str:
         ids = sorted(first.keys() & final.keys())
-        diffs = [int(final[i]) - int(first[i]) for i in ids]
+        diffs = [final[i] - first[i] for i in ids]
         rng = random.Random(0)
         means = sorted(sum(rng.choices(diffs, k=len(diffs))) / len(diffs) for _ in range(args.resamples))
         low, high = means[int(0.025 * args.resamples)], means[int(0.975 * args.resamples) - 1]
-        g0 = sum(first[i] for i in ids) / len(ids)
-        gl = sum(final[i] for i in ids) / len(ids)
-        print(
-            f"{run_id}: {len(ids)} held-out tasks, g0 {g0:.3f}, g{last} {gl:.3f}, "
-            f"difference {gl - g0:+.3f} [{low:+.3f}, {high:+.3f}]"
-        )
+        before, after = (sum(d[i] for i in ids) / len(ids) for d in (first, final))
+        interval = f"[{low:+.3f}, {high:+.3f}]"
+        return f"{label}: {len(ids)} held-out tasks, {before:.3f} -> {after:.3f}, {after - before:+.3f} {interval}"
+
+    def generation_of(run_id: str) -> int:
+        return args.generation or heldout.filter(run_id=run_id)["generation"].max()
+
+    for run_id in sorted(heldout["run_id"].unique()):
+        last = generation_of(run_id)
+        print(compared(f"{run_id} g0 -> g{last}", solved(run_id, 0), solved(run_id, last)))
+        if args.against and run_id != args.against:
+            base = generation_of(args.against)
+            label = f"{run_id} g{last} against {args.against} g{base}"
+            print(compared(label, solved(args.against, base), solved(run_id, last)))
 
 
 if __name__ == "__main__":
