@@ -1,6 +1,7 @@
 """Held-out seed success of each run in a warehouse: generation 0 against its last generation, paired over the same
 held-out tasks, with a 95% percentile bootstrap interval of the difference. A fork's generation 0 is its parent's.
-With `--against RUN`, every other run's last generation is also paired with RUN's last generation.
+With `--against RUN`, every other run's last generation is also paired with RUN's last generation. Each line is
+followed by the same comparison over the held-out abstentions (answer `[]`) and over the tasks that need a call.
 
     python bench/heldout_paired.py data/laptop/warehouse [--against RUN_ID] [--generation G]
 """
@@ -25,6 +26,7 @@ def main() -> None:
     warehouse = Warehouse(args.warehouse)
     heldout = warehouse.read("trajectories").filter(purpose="heldout")
     parents = dict(warehouse.read("runs").select("run_id", "parent_run_id").iter_rows())
+    abstentions = set(warehouse.read("tasks").filter(pl.col("heldout") & (pl.col("answer") == "[]"))["task_id"])
 
     def solved(run_id: str, generation: int) -> dict[str, int]:
         while generation == 0 and parents.get(run_id):  # a fork shares its parent's generation 0
@@ -34,6 +36,15 @@ def main() -> None:
 
     def compared(label: str, first: dict[str, int], final: dict[str, int]) -> str:
         ids = sorted(first.keys() & final.keys())
+        lines = [paired(label, ids, first, final)]
+        for kind, keep in (("abstentions", True), ("calls", False)):
+            part = [i for i in ids if (i in abstentions) == keep]
+            lines.append(paired(f"  {kind}", part, first, final))
+        return "\n".join(lines)
+
+    def paired(label: str, ids: list[str], first: dict[str, int], final: dict[str, int]) -> str:
+        if not ids:
+            return f"{label}: no held-out task scored in both"
         diffs = [final[i] - first[i] for i in ids]
         rng = random.Random(0)
         means = sorted(sum(rng.choices(diffs, k=len(diffs))) / len(diffs) for _ in range(args.resamples))
