@@ -29,6 +29,13 @@ class TaskInstance:
     family: str = ""
     """Seeds of one family are siblings (for tool_call: the sorted function names)."""
 
+    @property
+    def question(self) -> str | None:
+        """The request put to the agent, for the `tasks` table's `question` column; None where the domain's tasks
+        have none (text_game: a game, not a request)."""
+        question = self.spec.get("question")
+        return None if question is None else str(question)
+
 
 @dataclass(frozen=True)
 class Candidate:

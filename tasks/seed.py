@@ -51,7 +51,6 @@ def seed_pool(ref: GenerationRef) -> TaskSet:
     )
     tasks, pool = [], []
     for seed in seeds:
-        question = str(seed.spec.get("question", ""))
         heldout = seed.task_id in heldout_ids
         checked = domain.validate(Candidate(raw="", task=seed), benchmarks if heldout else training)
         tasks.append(
@@ -63,7 +62,7 @@ def seed_pool(ref: GenerationRef) -> TaskSet:
                 "seed_task_id": None,
                 "batch_id": None,
                 "family": seed.family,
-                "question": question,
+                "question": seed.question,
                 "spec_json": json.dumps(seed.spec, sort_keys=True),
                 "answer": seed.answer,
                 "raw_output": None,

@@ -40,6 +40,10 @@ def test_a_text_game_run_plays_episodes_and_keeps_every_turn(tiny_model_dir, pre
     warehouse = Warehouse(config.resolved_warehouse_uri)
     assert warehouse.committed(run_id)["generation"].to_list() == [0, 1]
 
+    # A game is not a request: no text-game task has a question (it was the string "None", or "" for seeds).
+    tasks_table = warehouse.read("tasks", run_id=run_id)
+    assert tasks_table.height > 0 and tasks_table["question"].null_count() == tasks_table.height
+
     trajectories = warehouse.read("trajectories", run_id=run_id)
     assert {"pool", "heldout"} <= set(trajectories["purpose"])
     for row in trajectories.iter_rows(named=True):
