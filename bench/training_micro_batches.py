@@ -46,26 +46,22 @@ def main() -> None:
         for name in list(cuts) if round_ % 2 == 0 else list(cuts)[::-1]:
             policy = PolicyPair.load(model, LoraSettings(), precision="bfloat16")
             examples = [encode_example(policy.tokenizer, m, r) for s in seeds for m, r in domain.demonstrations(s)]
-            if cuts[name] is not None:
-                policy.micro_batches = cuts[name]
-            if round_ == 0:
-                order = list(examples)
-                random.Random(0).shuffle(order)
-                splits = []
-                for start in range(0, len(order), BATCH):
-                    batch = order[start : start + BATCH]
-                    lengths = [len(e.prompt_ids) + len(e.target_ids) for e in batch]
-                    splits.append(
-                        "+".join(
-                            str(len(m))
-                            for m in policy.micro_batches([e.prompt_ids for e in batch], lengths, len(batch))
-                        )
-                    )
-                print(f"{name}: steps cut {' '.join(splits)}")
+            cut = cuts[name] or policy.micro_batches
+            splits: list[str] = []
+
+            # The cuts weighted_sft makes, recorded as it makes them.
+            def recorded(prompts, lengths, rows, cut=cut, splits=splits):
+                batches = cut(prompts, lengths, rows)
+                splits.append("+".join(str(len(b)) for b in batches))
+                return batches
+
+            policy.micro_batches = recorded
             started = time.perf_counter()
             records = weighted_sft(policy, "agent", examples, lr=1e-3, kl_coef=0.0, persist=False, batch_size=BATCH)
             seconds[name].append(time.perf_counter() - started)
             losses[name].append(statistics.mean(r["nll"] for r in records))
+            if round_ == 0:
+                print(f"{name}: steps cut {' '.join(splits)}")
     for name in cuts:
         print(f"  {name:24s} {statistics.median(seconds[name]):6.1f} s  mean loss {statistics.mean(losses[name]):.4f}")
     new, old = (statistics.median(seconds[name]) for name in cuts)
