@@ -22,6 +22,12 @@ class ConfigError(ValueError):
     """A config value is wrong; the message names the field."""
 
 
+REWARD_SCOPES = ("task", "batch")
+"""The unit p̂ and R_env are computed over: one generated task's k rollouts, or one seed's n variations."""
+SIMULATOR_UPDATES = ("grpo", "rwr")
+"""How the simulator learns from its rewards (tasks/simulator_update.py)."""
+
+
 def _f(default: Any, help: str, **kwargs: Any) -> Any:
     return field(default=default, metadata={"help": help, **kwargs})
 
@@ -113,15 +119,35 @@ class GenEnvConfig:
     )
     # --- curriculum (PAPER.md, Eqs. 2-3) ---
     generator_reward: str = _f("alpha_curriculum", "Simulator reward (registry in curriculum/rewards.py).")
+    reward_scope: str = _f(
+        "task",
+        "Where p̂ comes from: 'task', each generated task's own k rollouts (the paper's batch read as one task's "
+        "group, as the official GenEnv code scores prompts), or 'batch', a seed's n variations together (Eq. 2 "
+        "read literally; the band then passed 2 of 48 batches in an 8-generation run). R_env and the α band apply "
+        "to the same unit.",
+    )
     simulator_training: bool = _f(
-        True, "Update the simulator with RWR each generation; false freezes it (GenEnv-Random)."
+        True, "Update the simulator each generation (simulator_update); false freezes it (GenEnv-Random)."
+    )
+    simulator_update: str = _f(
+        "grpo",
+        "'grpo': GRPO over this generation's outputs, each seed's n variations a group, R_env per task as the "
+        "reward and simulator_invalid_reward for a rejected output, so the simulator learns which of its "
+        "variations land nearer α (R-Zero's generator update); 'rwr': the paper's weighted SFT on D_env with "
+        "w ∝ exp(λ R_env) (Alg. 1), which only sees in-band tasks and, with β = 2, weights differing by at most "
+        "1.48x. grpo needs reward_scope=task.",
+    )
+    simulator_invalid_reward: float = _f(
+        -1.0, "GRPO reward of a simulator output the domain rejected (R-Zero's -1): it counts against the simulator."
     )
     static_tasks: bool = _f(
         False, "Static augmentation: tasks are written once (generation 1) and every generation reuses that set."
     )
     alpha: float = _f(0.5, "Target success rate α of the α-Curriculum Reward.")
     beta: float = _f(2.0, "Sharpness β of R_env = exp(-β (p̂-α)^2).")
-    k_min: float = _f(0.1, "Band half-width: batches with |p̂-α| > k_min skip the simulator update.")
+    k_min: float = _f(
+        0.1, "Band half-width: units (tasks or batches, reward_scope) with |p̂-α| > k_min stay out of D_env."
+    )
     rwr_lambda: float = _f(1.0, "λ of the RWR weights w ∝ exp(λ R_env).")
     # --- updates ---
     agent_lr: float = _f(5e-5, "GRPO learning rate (LoRA).")
@@ -139,10 +165,15 @@ class GenEnvConfig:
         16, "Rollouts per GRPO optimizer step: a generation makes epochs x ceil(rollouts / this) steps."
     )
     agent_clip_epsilon: float = _f(0.2, "GRPO clip ε of the ratio to the rollout policy (TRL's epsilon).")
-    simulator_lr: float = _f(5e-5, "RWR learning rate (LoRA).")
-    simulator_kl_coef: float = _f(0.1, "RWR KL coefficient to the initial simulator: its adapter after the warm start.")
-    simulator_epochs: int = _f(1, "RWR epochs over this generation's sample of D_env.")
-    simulator_max_records: int = _f(64, "Cap on D_env records the simulator trains on per generation.")
+    simulator_lr: float = _f(5e-5, "Simulator learning rate (LoRA), either update.")
+    simulator_kl_coef: float = _f(
+        0.1, "Simulator KL coefficient to the initial simulator: its adapter after the warm start (k3 in GRPO)."
+    )
+    simulator_epochs: int = _f(
+        1, "Simulator passes over its records: this generation's outputs (GRPO) or D_env's (RWR)."
+    )
+    simulator_minibatch_size: int = _f(8, "Simulator outputs per GRPO optimizer step.")
+    simulator_max_records: int = _f(64, "RWR: cap on D_env records the simulator trains on per generation.")
     train_batch_size: int = _f(
         8,
         "Rows per optimizer step in SFT (warm start, RWR); rows of a micro-batch in GRPO, whose step is "
@@ -190,6 +221,7 @@ class GenEnvConfig:
             "agent_minibatch_size",
             "train_batch_size",
             "simulator_max_records",
+            "simulator_minibatch_size",
             "episode_max_turns",
             "dynamic_sampling_draws",
         ):
@@ -218,6 +250,20 @@ class GenEnvConfig:
         band = f"the α band alpha ± k_min ({self.alpha} ± {self.k_min}) must lie inside [0, 1]"
         need(self.k_min <= min(self.alpha, 1.0 - self.alpha), "k_min", band)
         need(self.rwr_lambda >= 0, "rwr_lambda", "must be >= 0")
+        need(self.reward_scope in REWARD_SCOPES, "reward_scope", f"must be one of {list(REWARD_SCOPES)}")
+        need(
+            self.simulator_update in SIMULATOR_UPDATES, "simulator_update", f"must be one of {list(SIMULATOR_UPDATES)}"
+        )
+        need(
+            self.simulator_update != "grpo" or self.reward_scope == "task",
+            "simulator_update",
+            "grpo needs reward_scope=task: with one p̂ per seed batch every variation of a seed earns the same reward",
+        )
+        need(
+            self.simulator_invalid_reward <= 0,
+            "simulator_invalid_reward",
+            "must be <= 0: every generator reward of a valid task is >= 0, and a rejected output must not earn more",
+        )
         for name in ("warm_start_lr", "agent_lr", "simulator_lr"):
             need(0 < getattr(self, name) < 1, name, "must be in (0, 1)")
         for name in ("agent_kl_coef", "simulator_kl_coef", "simulator_temperature", "agent_temperature"):
@@ -367,13 +413,19 @@ _RETIRED = {"agent_steps": "replaced by agent_epochs and agent_minibatch_size"}
 """Fields older runs stored that no longer shape anything; their stored configs load without them."""
 
 
+_BEFORE_ADDED = {"reward_scope": "batch", "simulator_update": "rwr"}
+"""Fields added since runs were stored, with what a stored config without them did: resuming an older run keeps its
+simulator update rather than switching to the new default."""
+
+
 def config_from_dict(values: dict[str, Any]) -> GenEnvConfig:
     """A config from every field's value (a stored run config, or a flow's `config` parameter).
 
-    Retired fields are dropped; an unknown one is refused by name rather than with a TypeError.
+    Retired fields are dropped; a field added since keeps the behaviour from before it (`_BEFORE_ADDED`); an unknown
+    one is refused by name rather than with a TypeError.
     """
     hints = get_type_hints(GenEnvConfig)
-    kept = {name: value for name, value in values.items() if name not in _RETIRED}
+    kept = {**_BEFORE_ADDED, **{name: value for name, value in values.items() if name not in _RETIRED}}
     unknown = sorted(set(kept) - set(hints))
     if unknown:
         raise ConfigError(f"{unknown[0]}: unknown config field")

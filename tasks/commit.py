@@ -12,6 +12,7 @@ from typing import Any
 import polars as pl
 from prefect import get_run_logger
 
+from genenv.config import GenEnvConfig
 from genenv.evaluation.bootstrap import bootstrap_mean
 from genenv.tasks.artifacts import publish_generation
 from genenv.tasks.context import GenerationRef, pool_ids
@@ -45,7 +46,7 @@ def generation_metrics(ref: GenerationRef, stage_seconds: dict[str, float]) -> d
         "valid_rate": _mean(tasks["valid"]),
         "reject_reasons": dict(reasons.iter_rows()),
         "mean_p_hat": _mean(batches["p_hat"].drop_nulls()),
-        "band_share": _mean(batches["in_band"]),
+        "band_share": _mean(batches.filter(pl.col("p_hat").is_not_null())["in_band"]),
         "fresh_success": _mean(by("fresh")["solved"]),
         "pool_success": _mean(by("pool")["solved"]),
         "abstention_success": _mean(by("abstention")["solved"]),
@@ -58,9 +59,19 @@ def generation_metrics(ref: GenerationRef, stage_seconds: dict[str, float]) -> d
         "agent_loss": last_loss("agent"),
         "replay_loss": last_loss("agent", replay=True),
         "simulator_loss": last_loss("simulator"),
+        **_simulator_update(training.filter(role="simulator").filter(pl.col("phase") != "warm_start"), ref.config),
         "d_train": len(pool_ids(ref, "train", g)),
         "d_env": len(pool_ids(ref, "env", g)),
         "stage_seconds": stage_seconds,
+    }
+
+
+def _simulator_update(steps: pl.DataFrame, config: GenEnvConfig) -> dict[str, Any]:
+    """The records the simulator trained on this generation (each pass counts them once) and the optimizer steps it
+    took: a GRPO step without signal is recorded with 0 seconds and leaves the weights alone."""
+    return {
+        "simulator_records": int(steps["n_rows"].sum()) // config.simulator_epochs,
+        "simulator_steps": steps.filter(pl.col("seconds") > 0).height,
     }
 
 
@@ -104,7 +115,8 @@ def summary_line(generation: int, m: dict[str, Any]) -> str:
         f"abstention {fmt(m.get('abstention_success'))} held-out {heldout}{groups} | "
         f"probe before update {fmt(m['probe_before'])} "
         f"after {fmt(m['probe_after'])} | loss agent {fmt(m['agent_loss'], False)} "
-        f"simulator {fmt(m['simulator_loss'], False)} | D_train {m['d_train']} D_env {m['d_env']} | {seconds}"
+        f"simulator {fmt(m['simulator_loss'], False)} | simulator {m.get('simulator_records', 0)} records "
+        f"{m.get('simulator_steps', 0)} steps | D_train {m['d_train']} D_env {m['d_env']} | {seconds}"
     )
 
 

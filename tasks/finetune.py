@@ -1,14 +1,13 @@
-"""Stage 5, finetune: GRPO for the agent on this generation's rollout groups; RWR for the simulator on D_env.
+"""Stage 5, finetune: GRPO for the agent on this generation's rollout groups, then the simulator's update
+(tasks/simulator_update.py: GRPO over each seed's variations, or RWR on D_env).
 
-GRPO trains on the stored rollouts (token ids as generated), so nothing is generated twice. RWR is
-weighted SFT on (conditioning context -> generated task) with a KL penalty to the initial simulator.
-"Initial" is each role's adapter after the warm start, frozen (PAPER.md); optimizer state carries over
-from the previous generation's snapshot.
+GRPO trains on the stored rollouts (token ids as generated), so nothing is generated twice. Both roles keep a KL
+penalty to their initial adapter: each role's adapter after the warm start, frozen (PAPER.md); optimizer state
+carries over from the previous generation's snapshot.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 
@@ -17,7 +16,7 @@ import polars as pl
 from genenv.curriculum.pools import dense_groups, draw, generation_rng, intended_abstentions
 from genenv.domains.base import AbstainingDomain, TaskInstance
 from genenv.faults import crash_point
-from genenv.models.grpo import GroupSample, grpo_update
+from genenv.models.grpo import GroupSample, group_advantages, grpo_update
 from genenv.models.rwr import encode_example, weighted_sft
 from genenv.tasks.context import GenerationRef, load_tasks, pool_ids, progress_bar
 from genenv.tasks.contract import Adapters, Rewarded, generation_stage
@@ -28,6 +27,7 @@ from genenv.tasks.runtime import (
     reference_checkpoints,
     save_policy,
 )
+from genenv.tasks.simulator_update import train_simulator
 from genenv.tasks.training_log import training_rows
 
 GROUP_PURPOSES = ("fresh", "pool", "abstention")
@@ -101,23 +101,6 @@ def replay_tasks(ref: GenerationRef) -> list[TaskInstance]:
     return draw(abstentions, count, rng) + draw(calls, config.agent_replay_rows - count, rng)
 
 
-def simulator_records(ref: GenerationRef) -> list[tuple[list[dict], str, float]]:
-    """(context messages, target text, RWR weight) for a seeded draw of D_env as of this generation."""
-    config, domain = ref.config, ref.domain
-    env = ref.warehouse.read("pool", run_id=ref.run_id, pool="env")
-    env = env.filter(env["generation"] <= ref.generation).sort("generation", "task_id")
-    weights = dict(env.select("task_id", "weight").iter_rows())
-    chosen = draw(list(weights), config.simulator_max_records, generation_rng(config.seed, ref.generation, "d-env"))
-    contexts = dict(
-        ref.warehouse.read("tasks", run_id=ref.run_id)
-        .filter(pl.col("task_id").is_in(chosen))
-        .select("task_id", "simulator_context")
-        .iter_rows()
-    )
-    tasks = load_tasks(ref, chosen)
-    return [(json.loads(contexts[t]), domain.simulator_target(tasks[t]), weights[t]) for t in chosen]
-
-
 def adapters_trained(rewarded: Rewarded) -> Adapters | None:
     ref = rewarded.ref
     return own_adapters(ref) if ref.warehouse.has_rows("training", ref.run_id, ref.generation) else None
@@ -146,7 +129,7 @@ def finetune(rewarded: Rewarded) -> Adapters:
             seed=config.seed + ref.generation,
             progress=bar.update,
         )
-    rows = training_rows(ref, "agent", "grpo", agent_log, config.agent_lr)
+    rows = training_rows(ref, "agent", "grpo", agent_log, config.agent_lr, group_advantages(samples))
     replay = [
         encode_example(policy.tokenizer, m, reply)
         for t in replay_tasks(ref)
@@ -166,24 +149,10 @@ def finetune(rewarded: Rewarded) -> Adapters:
             )
         rows += training_rows(ref, "agent", "replay", replay_log, config.agent_lr)
 
-    records = simulator_records(ref) if config.simulator_training else []
-    examples = [encode_example(policy.tokenizer, ctx, target, weight) for ctx, target, weight in records]
-    if examples:
-        with progress_bar(f"g{ref.generation} RWR simulator", config.simulator_epochs * len(examples)) as bar:
-            simulator_log = weighted_sft(
-                policy,
-                "simulator",
-                examples,
-                lr=config.simulator_lr,
-                kl_coef=config.simulator_kl_coef,
-                epochs=config.simulator_epochs,
-                batch_size=config.train_batch_size,
-                seed=config.seed + ref.generation,
-                progress=bar.update,
-            )
-        rows += training_rows(ref, "simulator", "rwr", simulator_log, config.simulator_lr)
+    simulator_rows = train_simulator(ref, policy)
+    rows += simulator_rows
     save_policy(ref, policy)
     crash_point(f"g{ref.generation}:finetune:saved")
     warehouse.append("training", rows)
     groups = {"groups_drawn": len(batch.drawn), "groups_trained": len(batch.trained)}
-    return own_adapters(ref, {"agent_rows": len(samples), **groups, "simulator_rows": len(examples)})
+    return own_adapters(ref, {"agent_rows": len(samples), **groups, "simulator_steps": len(simulator_rows)})

@@ -1,7 +1,8 @@
-"""Stage 4, rewards: p̂ and R_env per seed batch, the α band, RWR weights; then grow both pools.
+"""Stage 4, rewards: p̂ and R_env per generated task (or per seed batch), the α band, RWR weights; then grow both
+pools.
 
-D_train gains every valid fresh task (Valid(E_t)); D_env gains the valid tasks of kept batches, each
-with its batch's RWR weight.
+D_train gains every valid fresh task (Valid(E_t)); D_env gains the valid tasks of kept units, each with its unit's
+RWR weight.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from collections.abc import Iterable
 
 import polars as pl
 
-from genenv.curriculum.batches import BatchOutcome, score_batches
+from genenv.config import GenEnvConfig
+from genenv.curriculum.batches import BatchOutcome, BatchScore, TaskOutcome, score_batches, score_tasks
 from genenv.curriculum.pools import grow_pool
 from genenv.curriculum.rewards import CurriculumParams
 from genenv.faults import crash_point
@@ -41,17 +43,8 @@ def rewards(scored: Scored) -> Rewarded:
     success = fresh.group_by("task_id").agg(pl.col("solved").cast(pl.Float64).mean().alias("success"))
     per_task = tasks.join(success, on="task_id", how="left").sort("task_id")
 
-    outcomes = [
-        BatchOutcome(
-            batch_id=batch_id,
-            seed_task_id=group["seed_task_id"][0],
-            n_variations=group.height,
-            variation_success=group.filter(valid=True)["success"].to_list(),
-        )
-        for (batch_id,), group in per_task.group_by("batch_id", maintain_order=True)
-    ]
     params = CurriculumParams(config.alpha, config.beta, config.k_min, config.rwr_lambda)
-    scores = score_batches(outcomes, config.generator_reward, params)
+    scores = reward_units(per_task, config, params)
     if not warehouse.has_rows("batches", ref.run_id, ref.generation):
         warehouse.append(
             "batches",
@@ -59,7 +52,8 @@ def rewards(scored: Scored) -> Rewarded:
                 {
                     "run_id": ref.run_id,
                     "generation": ref.generation,
-                    **{k: getattr(s, k) for k in ("batch_id", "seed_task_id", "n_variations", "n_valid", "p_hat")},
+                    **{k: getattr(s, k) for k in ("batch_id", "seed_task_id", "task_id", "n_variations", "n_valid")},
+                    "p_hat": s.p_hat,
                     "reward_name": config.generator_reward,
                     "generator_reward": s.generator_reward,
                     "in_band": s.in_band,
@@ -69,12 +63,38 @@ def rewards(scored: Scored) -> Rewarded:
             ],
         )
     crash_point(f"g{ref.generation}:rewards:between-tables")
-    kept = {s.batch_id: s.rwr_weight for s in scores if s.in_band}
     valid = per_task.filter(valid=True)
-    env_weights = {t: kept[b] for t, b in valid.select("task_id", "batch_id").iter_rows() if b in kept}
+    env_weights = d_env_weights(scores, valid.select("task_id", "batch_id").iter_rows())
     pool_rows = [_pool_row(ref, "train", t, 1.0) for t in new_members(ref, "train", valid["task_id"])] + [
         _pool_row(ref, "env", t, env_weights[t]) for t in new_members(ref, "env", env_weights)
     ]
     if not warehouse.has_rows("pool", ref.run_id, ref.generation):
         warehouse.append("pool", pool_rows)
-    return Rewarded(ref, {"batches": len(scores), "in_band": len(kept), "pool_added": len(pool_rows)})
+    units = {"reward_units": len(scores), "in_band": sum(s.in_band for s in scores), "pool_added": len(pool_rows)}
+    return Rewarded(ref, units)
+
+
+def reward_units(per_task: pl.DataFrame, config: GenEnvConfig, params: CurriculumParams) -> list[BatchScore]:
+    """One score per simulator output (reward_scope=task) or per seed batch (reward_scope=batch)."""
+    if config.reward_scope == "task":
+        outcomes = [
+            TaskOutcome(row["task_id"], row["batch_id"], row["seed_task_id"], row["success"] if row["valid"] else None)
+            for row in per_task.iter_rows(named=True)
+        ]
+        return score_tasks(outcomes, config.generator_reward, params, config.simulator_invalid_reward)
+    batches = [
+        BatchOutcome(
+            batch_id=batch_id,
+            seed_task_id=group["seed_task_id"][0],
+            n_variations=group.height,
+            variation_success=group.filter(valid=True)["success"].to_list(),
+        )
+        for (batch_id,), group in per_task.group_by("batch_id", maintain_order=True)
+    ]
+    return score_batches(batches, config.generator_reward, params)
+
+
+def d_env_weights(scores: list[BatchScore], valid_tasks: Iterable[tuple[str, str]]) -> dict[str, float]:
+    """task id -> RWR weight for the valid tasks of kept units: a kept task, or every valid task of a kept batch."""
+    kept = {(s.task_id or s.batch_id): s.rwr_weight for s in scores if s.in_band}
+    return {t: kept.get(t, kept.get(b)) for t, b in valid_tasks if t in kept or b in kept}

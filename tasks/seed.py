@@ -67,6 +67,8 @@ def seed_pool(ref: GenerationRef) -> TaskSet:
                 "answer": seed.answer,
                 "raw_output": None,
                 "simulator_context": None,
+                "simulator_prompt_ids": None,
+                "simulator_completion_ids": None,
                 "valid": checked.valid,
                 "reject_reason": checked.reject_reason,
                 "heldout": heldout,

@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import statistics
+from collections.abc import Sequence
+
 from genenv.tasks.context import GenerationRef
 
 
-def training_rows(ref: GenerationRef, role: str, phase: str, records: list[dict], lr: float) -> list[dict]:
+def training_rows(
+    ref: GenerationRef, role: str, phase: str, records: list[dict], lr: float, weights: Sequence[float] = ()
+) -> list[dict]:
+    """One row per step record. `weights` are the per-row weights the whole phase trained with (RWR weights, GRPO
+    advantages); every row of the phase carries their spread: near zero, the update barely discriminates."""
+    spread = weight_spread(weights)
     return [
         {
             "run_id": ref.run_id,
@@ -19,9 +27,20 @@ def training_rows(ref: GenerationRef, role: str, phase: str, records: list[dict]
             "lr": lr,
             "seconds": float(r["seconds"]),
             **{name: _optional(r.get(name)) for name in STEP_DIAGNOSTICS},
+            **spread,
         }
         for r in records
     ]
+
+
+def weight_spread(weights: Sequence[float]) -> dict[str, float | None]:
+    if not weights:
+        return {"weight_min": None, "weight_median": None, "weight_max": None}
+    return {
+        "weight_min": float(min(weights)),
+        "weight_median": float(statistics.median(weights)),
+        "weight_max": float(max(weights)),
+    }
 
 
 STEP_DIAGNOSTICS = ("grad_norm", "entropy", "clip_ratio", "approx_kl", "zero_spread_share")

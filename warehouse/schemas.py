@@ -65,6 +65,10 @@ class Tasks(_Strict):
     """The simulator's text exactly as written (kept for rejected outputs too)."""
     simulator_context: str | None = pa.Field(nullable=True)
     """JSON chat messages the simulator was conditioned on: the RWR update's input."""
+    simulator_prompt_ids: pl.List(pl.Int64) = pa.Field(nullable=True)
+    """The simulator's prompt and output as token ids, as generated: its GRPO update trains on them (null for tasks
+    the simulator did not write, and for outputs stored before the column existed)."""
+    simulator_completion_ids: pl.List(pl.Int64) = pa.Field(nullable=True)
     valid: bool
     reject_reason: str | None = pa.Field(nullable=True)
     heldout: bool
@@ -119,17 +123,24 @@ class Turns(_Strict):
 
 
 class Batches(_Strict):
+    """One reward unit of the simulator's: a seed's batch of n variations (reward_scope=batch, `task_id` null) or one
+    of its outputs with its k rollouts (reward_scope=task, one row per output, valid or not)."""
+
     run_id: str
     generation: int = pa.Field(ge=1)
-    batch_id: str = pa.Field(unique=True)
+    batch_id: str
     seed_task_id: str
+    task_id: str | None = pa.Field(nullable=True)
     n_variations: int = pa.Field(ge=1)
     n_valid: int = pa.Field(ge=0)
     p_hat: float | None = pa.Field(nullable=True, ge=0, le=1)
     reward_name: str
     generator_reward: float
+    """R_env of p̂; for a rejected output (reward_scope=task) simulator_invalid_reward; for a batch with no valid
+    variation 0."""
     in_band: bool
     rwr_weight: float = pa.Field(ge=0)
+    """The unit's tasks' weight in D_env (Alg. 1), 0 outside the band."""
 
 
 class Training(_Strict):
@@ -153,6 +164,11 @@ class Training(_Strict):
     """GRPO: token-mean k3 KL between the rollout policy and the updated one (how far the update moved)."""
     zero_spread_share: float | None = pa.Field(nullable=True, ge=0, le=1)
     """GRPO: share of groups whose rewards are all equal (no learning signal)."""
+    weight_min: float | None = pa.Field(nullable=True)
+    """The per-row weights the phase trained with in this generation (RWR weights, GRPO advantages): minimum,
+    median and maximum, the same on every step of the phase; null where rows are unweighted (warm start, replay)."""
+    weight_median: float | None = pa.Field(nullable=True)
+    weight_max: float | None = pa.Field(nullable=True)
 
 
 class Evaluations(_Strict):

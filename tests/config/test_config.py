@@ -1,6 +1,6 @@
 import pytest
 
-from genenv.config import ConfigError, GenEnvConfig, field_help, load_config, parse_overrides
+from genenv.config import ConfigError, GenEnvConfig, config_from_dict, field_help, load_config, parse_overrides
 
 
 def test_defaults_follow_the_paper():
@@ -26,6 +26,11 @@ def test_defaults_follow_the_paper():
         ({"warm_start": "maybe"}, "warm_start"),
         ({"benchmarks_dir": "/no/such/folder"}, "benchmarks_dir"),
         ({"colour": "blue"}, "colour"),
+        ({"reward_scope": "seed"}, "reward_scope"),
+        ({"simulator_update": "ppo"}, "simulator_update"),
+        ({"reward_scope": "batch"}, "simulator_update"),  # grpo needs a reward per task
+        ({"simulator_invalid_reward": "0.5"}, "simulator_invalid_reward"),
+        ({"simulator_minibatch_size": "0"}, "simulator_minibatch_size"),
     ],
 )
 def test_bad_values_fail_naming_the_field(overrides, field):
@@ -77,3 +82,12 @@ def test_overrides_may_be_typed_as_the_prefect_run_form_sends_them() -> None:
     assert (config.generations, config.alpha, config.warm_start, config.run_name) == (1, 0.3, False, "typed")
     with pytest.raises(ConfigError, match="alpha: expected float"):
         load_config(None, {"alpha": [1]})
+
+
+def test_a_stored_config_from_before_the_simulator_update_choice_keeps_the_papers_update():
+    """Resuming a run stored before reward_scope and simulator_update existed must not switch it to GRPO mid-run."""
+    stored = GenEnvConfig().to_dict()
+    del stored["reward_scope"], stored["simulator_update"]
+    old = config_from_dict(stored)
+    assert (old.reward_scope, old.simulator_update) == ("batch", "rwr")
+    assert (GenEnvConfig().reward_scope, GenEnvConfig().simulator_update) == ("task", "grpo")

@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from genenv.curriculum.batches import BatchOutcome, score_batches
+from genenv.curriculum.batches import BatchOutcome, TaskOutcome, score_batches, score_tasks
 from genenv.curriculum.pools import draw, generation_rng, grow_pool, is_heldout
 from genenv.curriculum.rewards import (
     CurriculumParams,
@@ -91,6 +91,28 @@ def test_score_batches_end_to_end_values():
 def test_score_batches_with_other_reward():
     scores = score_batches([BatchOutcome("b", "s", 2, [0.5, 0.0])], "absolute_zero", PAPER)
     assert scores[0].p_hat == 0.25 and scores[0].generator_reward == 0.75 and not scores[0].in_band
+
+
+def test_score_tasks_judges_each_task_by_its_own_rollouts():
+    """One seed's batch whose p̂ is 0.5 (in the band as a batch) holds two tasks the agent always or never solves:
+    per task only the two at 0.5 are kept, and the rejected output earns the invalid reward."""
+    outcomes = [
+        TaskOutcome("b0/v0", "b0", "s0", 1.0),
+        TaskOutcome("b0/v1", "b0", "s0", 0.0),
+        TaskOutcome("b0/v2", "b0", "s0", 0.5),
+        TaskOutcome("b0/v3", "b0", "s0", 0.5),
+        TaskOutcome("b0/v4", "b0", "s0", None),
+    ]
+    scores = score_tasks(outcomes, "alpha_curriculum", PAPER, invalid_reward=-1.0)
+    assert [s.task_id for s in scores] == [o.task_id for o in outcomes]
+    assert [s.p_hat for s in scores] == [1.0, 0.0, 0.5, 0.5, None]
+    assert [s.n_valid for s in scores] == [1, 1, 1, 1, 0]
+    far = math.exp(-0.5)
+    assert [s.generator_reward for s in scores] == pytest.approx([far, far, 1.0, 1.0, -1.0])
+    assert [s.in_band for s in scores] == [False, False, True, True, False]
+    assert [s.rwr_weight for s in scores] == [0.0, 0.0, 1.0, 1.0, 0.0]
+    as_batch = score_batches([BatchOutcome("b0", "s0", 5, [1.0, 0.0, 0.5, 0.5])], "alpha_curriculum", PAPER)
+    assert as_batch[0].p_hat == 0.5 and as_batch[0].in_band and as_batch[0].task_id is None
 
 
 def test_pool_grows_without_duplicates_or_loss():

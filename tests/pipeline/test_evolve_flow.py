@@ -2,11 +2,13 @@
 
 import json
 import math
+import statistics
 from pathlib import Path
 
 import polars as pl
 import pytest
 
+from genenv.models.grpo import GroupSample, group_advantages
 from genenv.tasks.context import run_config
 from genenv.warehouse.query import query
 from genenv.warehouse.schemas import GENERATION_TABLES
@@ -73,21 +75,23 @@ def test_trajectories_match_the_rollout_plan(finished_run):
     assert not trained_on & heldout_ids
 
 
-def test_batches_follow_the_alpha_curriculum(finished_run):
+def test_every_simulator_output_is_scored_by_its_own_rollouts(finished_run):
+    """reward_scope=task: one `batches` row per output; p̂ is the share of that task's k fresh rollouts solved."""
     config, run_id, warehouse = finished_run
-    tasks = warehouse.read("tasks", run_id=run_id)
-    batches = warehouse.read("batches", run_id=run_id)
-    assert batches.group_by("generation").len().sort("generation")["len"].to_list() == [3, 3]
-    for b in batches.iter_rows(named=True):
-        variations = tasks.filter(batch_id=b["batch_id"])
-        assert b["n_variations"] == variations.height == config.variations_per_seed
-        assert b["n_valid"] == variations.filter(valid=True).height
-        if b["n_valid"] == 0:
-            assert b["p_hat"] is None and b["generator_reward"] == 0 and not b["in_band"]
+    tasks = warehouse.read("tasks", run_id=run_id).filter(origin="simulator")
+    units = warehouse.read("batches", run_id=run_id)
+    fresh = warehouse.read("trajectories", run_id=run_id).filter(purpose="fresh")
+    success = dict(fresh.group_by("task_id").agg(pl.col("solved").cast(pl.Float64).mean()).iter_rows())
+    assert sorted(units["task_id"]) == sorted(tasks["task_id"])
+    for u in units.join(tasks.select("task_id", "batch_id", "valid"), on=["task_id", "batch_id"]).iter_rows(named=True):
+        assert u["n_variations"] == 1 and u["n_valid"] == int(u["valid"])
+        if not u["valid"]:
+            assert u["p_hat"] is None and u["generator_reward"] == config.simulator_invalid_reward and not u["in_band"]
         else:
-            assert b["generator_reward"] == pytest.approx(math.exp(-config.beta * (b["p_hat"] - config.alpha) ** 2))
-            assert b["in_band"] == (abs(b["p_hat"] - config.alpha) <= config.k_min)
-        assert (b["rwr_weight"] > 0) == b["in_band"]
+            assert u["p_hat"] == pytest.approx(success[u["task_id"]])
+            assert u["generator_reward"] == pytest.approx(math.exp(-config.beta * (u["p_hat"] - config.alpha) ** 2))
+            assert u["in_band"] == (abs(u["p_hat"] - config.alpha) <= config.k_min)
+        assert (u["rwr_weight"] > 0) == u["in_band"]
 
 
 def test_pools_grow_with_valid_tasks_only(finished_run):
@@ -101,9 +105,10 @@ def test_pools_grow_with_valid_tasks_only(finished_run):
         valid = tasks.filter(generation=g, valid=True, origin="simulator")  # built abstention tasks stay out
         assert sorted(train.filter(generation=g)["task_id"]) == sorted(valid["task_id"])
     assert train["task_id"].n_unique() == train.height
-    kept = warehouse.read("batches", run_id=run_id).filter(in_band=True)["batch_id"]
-    env_tasks = tasks.filter(pl.col("task_id").is_in(pool.filter(pool="env")["task_id"].implode()))
-    assert env_tasks["valid"].all() and env_tasks["batch_id"].is_in(kept.implode()).all()
+    kept = warehouse.read("batches", run_id=run_id).filter(in_band=True)
+    env = pool.filter(pool="env")
+    assert sorted(env["task_id"]) == sorted(kept["task_id"])
+    assert dict(env.select("task_id", "weight").iter_rows()) == dict(kept.select("task_id", "rwr_weight").iter_rows())
 
 
 def test_both_models_trained_every_generation(finished_run):
@@ -127,6 +132,29 @@ def test_both_models_trained_every_generation(finished_run):
         assert grpo["grad_norm"].null_count() == 0 and grpo["zero_spread_share"].null_count() == 0
         assert ((grpo["clip_ratio"] >= 0) & (grpo["clip_ratio"] <= 1)).all()
     assert training["loss"].is_finite().all()
+
+
+def test_the_simulator_learns_from_each_seeds_variations(finished_run):
+    """simulator_update=grpo: every output of the generation is a row, the seed's variations a group; the logged
+    weight spread is that of the group-normalised advantages of the `batches` rewards."""
+    config, run_id, warehouse = finished_run
+    tasks = warehouse.read("tasks", run_id=run_id).filter(origin="simulator")
+    assert tasks["simulator_completion_ids"].null_count() == tasks["simulator_prompt_ids"].null_count() == 0
+    training = warehouse.read("training", run_id=run_id).filter(role="simulator")
+    for g in (1, 2):
+        steps = training.filter(generation=g).sort("step")
+        units = warehouse.read("batches", run_id=run_id, generation=g).sort("task_id")
+        outputs = units.height
+        assert set(steps["phase"]) == {"grpo"}
+        assert steps.height == config.simulator_epochs * math.ceil(outputs / config.simulator_minibatch_size)
+        samples = [GroupSample([1], [2], r, b) for b, r in units.select("batch_id", "generator_reward").iter_rows()]
+        advantages = group_advantages(samples)
+        assert steps["weight_min"].to_list() == pytest.approx([min(advantages)] * steps.height)
+        assert steps["weight_max"].to_list() == pytest.approx([max(advantages)] * steps.height)
+        assert steps["weight_median"][0] == pytest.approx(statistics.median(advantages))
+        metrics = json.loads(warehouse.committed(run_id).filter(generation=g)["metrics"][0])
+        assert metrics["simulator_records"] == outputs
+        assert metrics["simulator_steps"] == steps.filter(pl.col("seconds") > 0).height
 
 
 def test_the_update_is_measured_on_the_same_probe_tasks_before_and_after(finished_run):

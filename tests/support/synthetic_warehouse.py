@@ -119,6 +119,8 @@ def generation_frames(run_id: str, g: int, shape: Shape = Shape()) -> dict[str, 
                 "answer": "[]",
                 "raw_output": None,
                 "simulator_context": None,
+                "simulator_prompt_ids": None,
+                "simulator_completion_ids": None,
                 "valid": True,
                 "reject_reason": None,
                 "heldout": heldout,
@@ -148,6 +150,8 @@ def generation_frames(run_id: str, g: int, shape: Shape = Shape()) -> dict[str, 
                 "answer": "[]",
                 "raw_output": "raw",
                 "simulator_context": "[]",
+                "simulator_prompt_ids": None,
+                "simulator_completion_ids": None,
                 "valid": ~rejected,
                 "reject_reason": [
                     REJECT_REASONS[(s + j) % 4] if r else None for s, j, r in zip(s_col, j_col, rejected, strict=True)
@@ -233,6 +237,7 @@ def _batches(run_id: str, g: int, fresh: pl.DataFrame, tasks: pl.DataFrame) -> p
             generator_reward=reward,
             in_band=in_band,
             rwr_weight=pl.when(in_band).then((reward * 2.0).exp()).otherwise(0.0),
+            task_id=pl.lit(None, pl.String),
         ).to_dict(),
     )
 
@@ -259,6 +264,9 @@ def _training(run_id: str, g: int, rng: np.random.Generator) -> pl.DataFrame:
             "clip_ratio": [0.05 if p == "grpo" else None for p in phases],
             "approx_kl": [0.001 * s if p == "grpo" else None for p, s in zip(phases, steps, strict=True)],
             "zero_spread_share": [0.5 if p == "grpo" else None for p in phases],
+            "weight_min": [None if p == "warm_start" else 0.5 for p in phases],
+            "weight_median": [None if p == "warm_start" else 1.0 for p in phases],
+            "weight_max": [None if p == "warm_start" else 1.5 for p in phases],
         },
     )
 

@@ -67,6 +67,7 @@ def test_rows_of_an_older_schema_read_new_columns_as_null(root_uri):
     sql = "SELECT generation, loss, clip_ratio, zero_spread_share FROM training ORDER BY generation"
     assert query(warehouse, sql).rows() == [(0, 0.5, None, None)]
     new = {"kl": None, "grad_norm": 0.3, "entropy": 2.0, "clip_ratio": 0.1, "approx_kl": 0.0, "n_rows": 1}
+    new |= {"weight_min": -1.0, "weight_median": 0.0, "weight_max": 1.0}
     warehouse.append(
         "training", [{**old, **new, "generation": 1, "lr": 1e-4, "seconds": 1.0, "zero_spread_share": 0.5}]
     )

@@ -171,8 +171,10 @@ def test_a_table_written_before_a_column_was_added_takes_the_new_rows(root_uri):
             storage_options=storage_options(root_uri),
         )
     new = {**row, "step": 1, "grad_norm": 0.3, "entropy": 2.0, "clip_ratio": 0.1, "approx_kl": 0.01}
-    warehouse.append("training", [{**new, "zero_spread_share": 0.5}])
+    weights = {"weight_min": -1.0, "weight_median": 0.0, "weight_max": 1.0}
+    warehouse.append("training", [{**new, "zero_spread_share": 0.5, **weights}])
     rows = warehouse.read("training", run_id="r1").sort("step")
     assert rows["step"].to_list() == [0, 1]
     assert rows["clip_ratio"].to_list() == [None, 0.1]
     assert rows["zero_spread_share"].to_list() == [None, 0.5]
+    assert rows["weight_max"].to_list() == [None, 1.0]

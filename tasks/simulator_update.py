@@ -1,0 +1,111 @@
+"""The simulator's update inside the finetune stage: GRPO over each seed's variations, or the paper's RWR on D_env.
+
+GRPO (the default) trains on this generation's outputs as generated: the n variations of one seed are a group, each
+rewarded by its own R_env (rejected ones by `simulator_invalid_reward`), so the update moves the simulator towards the
+variations the agent solved nearer α and away from invalid ones. RWR is Algorithm 1's: weighted SFT on a draw of
+D_env, the in-band tasks of every generation so far, w ∝ exp(λ R_env).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import polars as pl
+
+from genenv.config import ConfigError
+from genenv.curriculum.pools import draw, generation_rng
+from genenv.models.grpo import GroupSample, group_advantages, grpo_update
+from genenv.models.policy import PolicyPair
+from genenv.models.rwr import encode_example, weighted_sft
+from genenv.tasks.context import GenerationRef, load_tasks, progress_bar
+from genenv.tasks.training_log import training_rows
+
+
+def train_simulator(ref: GenerationRef, policy: PolicyPair) -> list[dict]:
+    """The simulator's `training` rows for this generation (none when it is frozen or has nothing to learn from)."""
+    if not ref.config.simulator_training:
+        return []
+    return SIMULATOR_UPDATES[ref.config.simulator_update](ref, policy)
+
+
+def simulator_groups(ref: GenerationRef) -> list[GroupSample]:
+    """One sample per simulator output of this generation, grouped by seed batch, rewarded by its `batches` row."""
+    tasks = ref.warehouse.read("tasks", run_id=ref.run_id, generation=ref.generation).filter(origin="simulator")
+    if tasks["simulator_completion_ids"].null_count():
+        raise ConfigError(
+            f"simulator_update: grpo trains on the simulator's token ids, and run {ref.run_id} generation "
+            f"{ref.generation} stored its outputs before they were kept; continue it with simulator_update=rwr"
+        )
+    units = ref.warehouse.read("batches", run_id=ref.run_id, generation=ref.generation)
+    rewards = dict(units.select("task_id", "generator_reward").drop_nulls("task_id").iter_rows())
+    return [
+        GroupSample(
+            row["simulator_prompt_ids"], row["simulator_completion_ids"], rewards[row["task_id"]], row["batch_id"]
+        )
+        for row in tasks.sort("task_id").iter_rows(named=True)
+    ]
+
+
+def grpo_simulator(ref: GenerationRef, policy: PolicyPair) -> list[dict]:
+    config = ref.config
+    samples = simulator_groups(ref)
+    steps = config.simulator_epochs * -(-len(samples) // config.simulator_minibatch_size)
+    with progress_bar(f"g{ref.generation} GRPO simulator", steps, unit="step") as bar:
+        records = grpo_update(
+            policy,
+            "simulator",
+            samples,
+            lr=config.simulator_lr,
+            kl_coef=config.simulator_kl_coef,
+            epochs=config.simulator_epochs,
+            minibatch_size=config.simulator_minibatch_size,
+            micro_batch_size=config.train_batch_size,
+            seed=config.seed + ref.generation,
+            progress=bar.update,
+        )
+    return training_rows(ref, "simulator", "grpo", records, config.simulator_lr, group_advantages(samples))
+
+
+def simulator_records(ref: GenerationRef) -> list[tuple[list[dict], str, float]]:
+    """(context messages, target text, RWR weight) for a seeded draw of D_env as of this generation."""
+    config, domain = ref.config, ref.domain
+    env = ref.warehouse.read("pool", run_id=ref.run_id, pool="env")
+    env = env.filter(env["generation"] <= ref.generation).sort("generation", "task_id")
+    weights = dict(env.select("task_id", "weight").iter_rows())
+    chosen = draw(list(weights), config.simulator_max_records, generation_rng(config.seed, ref.generation, "d-env"))
+    contexts = dict(
+        ref.warehouse.read("tasks", run_id=ref.run_id)
+        .filter(pl.col("task_id").is_in(chosen))
+        .select("task_id", "simulator_context")
+        .iter_rows()
+    )
+    tasks = load_tasks(ref, chosen)
+    return [(json.loads(contexts[t]), domain.simulator_target(tasks[t]), weights[t]) for t in chosen]
+
+
+def rwr_simulator(ref: GenerationRef, policy: PolicyPair) -> list[dict]:
+    config = ref.config
+    examples = [encode_example(policy.tokenizer, c, target, w) for c, target, w in simulator_records(ref)]
+    if not examples:
+        return []
+    with progress_bar(f"g{ref.generation} RWR simulator", config.simulator_epochs * len(examples)) as bar:
+        records = weighted_sft(
+            policy,
+            "simulator",
+            examples,
+            lr=config.simulator_lr,
+            kl_coef=config.simulator_kl_coef,
+            epochs=config.simulator_epochs,
+            batch_size=config.train_batch_size,
+            seed=config.seed + ref.generation,
+            progress=bar.update,
+        )
+    return training_rows(ref, "simulator", "rwr", records, config.simulator_lr, [e.weight for e in examples])
+
+
+SIMULATOR_UPDATES: dict[str, Callable[[GenerationRef, PolicyPair], list[dict]]] = {
+    "grpo": grpo_simulator,
+    "rwr": rwr_simulator,
+}
+"""config.simulator_update -> the update (genenv.config.SIMULATOR_UPDATES names the same keys)."""
