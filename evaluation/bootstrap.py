@@ -64,7 +64,24 @@ def paired_difference(
     seed: int = SEED,
 ) -> Interval:
     """Mean of b[item] - a[item] over the items both scored, with its paired bootstrap interval."""
-    common = sorted(set(a) & set(b))
+    return pooled_paired_difference([(a, b)], resamples, confidence, seed)
+
+
+def pooled_paired_difference(
+    pairs: Sequence[tuple[Mapping[str, float], Mapping[str, float]]],
+    resamples: int = RESAMPLES,
+    confidence: float = CONFIDENCE,
+    seed: int = SEED,
+) -> Interval:
+    """The paired difference pooled over run seeds: per item the mean over the pairs (a_s, b_s) of b_s - a_s, over the
+    items every model scored, then the paired bootstrap over those items.
+
+    Items are resampled, seeds are not (two or three seeds leave nothing to resample), so the interval says how far the
+    seeds' mean difference could move with other items.
+    """
+    common = sorted(set.intersection(*(set(a) & set(b) for a, b in pairs))) if pairs else []
     if not common:
-        raise ValueError("the two models share no scored item")
-    return bootstrap_mean([b[item] - a[item] for item in common], resamples, confidence, seed)
+        raise ValueError("the models share no scored item")
+    return bootstrap_mean(
+        [sum(b[i] - a[i] for a, b in pairs) / len(pairs) for i in common], resamples, confidence, seed
+    )

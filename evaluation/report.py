@@ -21,7 +21,7 @@ import polars as pl
 
 from genenv.arms import BASE as BASE_ROLE
 from genenv.arms import TRAIN as TRAIN_ROLE
-from genenv.evaluation.bootstrap import CONFIDENCE, METHOD, paired_difference
+from genenv.evaluation.bootstrap import CONFIDENCE, METHOD, pooled_paired_difference
 from genenv.evaluation.registry import SAMPLE_RULE, SAMPLE_SEED, format_item_sizes
 from genenv.warehouse.query import query
 from genenv.warehouse.store import Warehouse
@@ -67,6 +67,20 @@ class Scored:
 
 
 @dataclass(frozen=True)
+class Pair:
+    """B - A as the report shows it: per run seed the two models compared, averaged over the seeds item by item."""
+
+    b: str
+    a: str
+    models: tuple[tuple[str, str], ...]
+    """(B's label, A's label) per seed; one pair without seeds."""
+
+    @classmethod
+    def of(cls, b: str, a: str) -> Pair:
+        return cls(b, a, ((b, a),))
+
+
+@dataclass(frozen=True)
 class Comparison:
     title: str
     command: str
@@ -76,8 +90,8 @@ class Comparison:
     """(arm, role, run id or None, the arm's preset overrides); role from genenv.arms."""
     shared_run: str | None
     models: list[Scored]
-    pairs: list[tuple[str, str]]
-    """(B, A) model labels: the report shows B - A, paired over the items both scored."""
+    pairs: list[Pair]
+    """The differences B - A the report shows, paired over the items the models scored."""
     items: dict[str, int]
     limit: int | None
 
@@ -173,6 +187,11 @@ def _series(frame: pl.DataFrame, value: str) -> Series:
     return series
 
 
+def _number(value: float | None) -> float | None:
+    """A metric as a float (counts such as d_env are stored as ints)."""
+    return None if value is None else float(value)
+
+
 def curriculum_charts(warehouse: Warehouse, runs: dict[str, str], band: tuple[float, float]) -> list[Chart]:
     """The training-side charts from the committed `generations` rows, for {arm: run_id}."""
     arms = pl.DataFrame(
@@ -181,13 +200,24 @@ def curriculum_charts(warehouse: Warehouse, runs: dict[str, str], band: tuple[fl
     metrics = query(warehouse, "SELECT run_id, generation, metrics FROM generations")
     metrics = metrics.join(arms, on="run_id").with_columns(
         **{
-            name: pl.col("metrics").map_elements(lambda m, n=name: json.loads(m).get(n), return_dtype=pl.Float64)
-            for name in ("fresh_success", "band_share", "heldout_success", "mean_completion_tokens")
+            name: pl.col("metrics").map_elements(
+                lambda m, n=name: _number(json.loads(m).get(n)), return_dtype=pl.Float64
+            )
+            for name in (
+                "fresh_success",
+                "band_share",
+                "valid_rate",
+                "d_env",
+                "heldout_success",
+                "mean_completion_tokens",
+            )
         }
     )
     return [
         Chart("agent success on generated tasks", "success", _series(metrics, "fresh_success"), band, (0.0, 1.0)),
-        Chart("share of batches in the α band", "share", _series(metrics, "band_share"), y_range=(0.0, 1.0)),
+        Chart("share of generated tasks in the α band", "share", _series(metrics, "band_share"), y_range=(0.0, 1.0)),
+        Chart("share of simulator outputs that are valid", "share", _series(metrics, "valid_rate"), y_range=(0.0, 1.0)),
+        Chart("D_env size (tasks the simulator's band kept)", "tasks", _series(metrics, "d_env")),
         Chart("held-out seed success", "success", _series(metrics, "heldout_success"), y_range=(0.0, 1.0)),
         Chart("agent response length", "tokens", _series(metrics, "mean_completion_tokens")),
     ]
@@ -222,20 +252,26 @@ def item_scores(warehouse: Warehouse, models: Sequence[Scored]) -> dict[tuple[st
 
 
 def paired_rows(
-    items: dict[tuple[str, str, str, str], dict[str, float]], pairs: Sequence[tuple[str, str]]
+    items: dict[tuple[str, str, str, str], dict[str, float]], pairs: Sequence[Pair]
 ) -> list[dict[str, Any]]:
-    """Per pair (B, A) and (benchmark, category, metric) both have: B - A with its paired bootstrap interval."""
+    """Per pair and (benchmark, category, metric) all its models have: B - A with its paired bootstrap interval,
+    pooled over the pair's seeds."""
     rows = []
-    for b, a in pairs:
-        for label, benchmark, category, metric in sorted(items):
-            if label != a or (b, benchmark, category, metric) not in items:
+    categories = sorted({key[1:] for key in items})
+    for pair in pairs:
+        for benchmark, category, metric in categories:
+            per_seed = [
+                (items.get((a, benchmark, category, metric)), items.get((b, benchmark, category, metric)))
+                for b, a in pair.models
+            ]
+            if any(a is None or b is None for a, b in per_seed):
                 continue
-            first, second = items[(a, benchmark, category, metric)], items[(b, benchmark, category, metric)]
-            if not set(first) & set(second):
+            try:
+                diff = pooled_paired_difference(per_seed)
+            except ValueError:  # no item every model scored
                 continue
-            diff = paired_difference(first, second)
-            row = {"b": b, "a": a, "benchmark": benchmark, "category": category, "metric": metric}
-            rows.append({**row, "value": diff.value, "low": diff.low, "high": diff.high, "n": diff.n})
+            row = {"b": pair.b, "a": pair.a, "seeds": len(pair.models), "benchmark": benchmark, "category": category}
+            rows.append({**row, "metric": metric, "value": diff.value, "low": diff.low, "high": diff.high, "n": diff.n})
     return rows
 
 
@@ -302,7 +338,7 @@ def scores_table(scores: pl.DataFrame, models: Sequence[Scored]) -> str:
 def differences_table(rows: Sequence[dict[str, Any]]) -> str:
     body = [
         [
-            html.escape(f"{row['b']} − {row['a']}"),
+            html.escape(f"{row['b']} − {row['a']}" + (f", {row['seeds']} seeds pooled" if row["seeds"] > 1 else "")),
             *(html.escape(row[k]) for k in ("benchmark", "category", "metric")),
             str(row["n"]),
             _interval(row["value"], row["low"], row["high"], signed=True),
@@ -355,9 +391,11 @@ def comparison_report(warehouse: Warehouse, comparison: Comparison) -> str:
         f"{html.escape(SAMPLE_RULE)}, seed {SAMPLE_SEED}; the same items for every model. Scored: "
         + html.escape(", ".join(f"{b}/{c} {n}" for b, c, n in scored_n) or "none"),
         f"Intervals: {CONFIDENCE:.0%} {html.escape(METHOD)}; differences are paired: the per-item differences"
-        " B − A over the items both models scored, resampled the same way.",
+        " B − A over the items both models scored, resampled the same way; pooled over seeds, the per-item differences"
+        " are first averaged over the seeds (items are resampled, seeds are not).",
         "g0 is generation 0 (seed set and warm start), run once and shared by every arm; "
-        "a label 'arm gT' is that arm's agent after generation T.",
+        "a label 'arm gT' is that arm's agent after generation T, 'arm sN' that arm run with seed N from the same "
+        "generation 0.",
     ]
     config_rows = "".join(
         f"<tr><td>{html.escape(name)}</td><td>{html.escape(shown(str(value)))}</td></tr>"

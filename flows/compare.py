@@ -18,17 +18,18 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-from prefect import flow, tags
+from prefect import flow, get_run_logger, tags
 
 from genenv.arms import BASE, GENERATION_ZERO, TRAIN, ArmPlan, generation_zero_differences, plan_arms
-from genenv.config import ConfigError, config_from_dict, load_config
+from genenv.config import ConfigError, GenEnvConfig, config_from_dict, load_config, resume_differences
 from genenv.errors import RerunError
 from genenv.evaluation.registry import format_item_sizes
-from genenv.evaluation.report import Comparison, Scored, comparison_report, shown_path
+from genenv.evaluation.report import Comparison, Pair, Scored, comparison_report, shown_path
 from genenv.flows.evaluate import benchmarks_to_score, evaluate
 from genenv.flows.evolve import evolve
 from genenv.flows.generation import run_generation
 from genenv.flows.parameters import ConfigOverrides, override_values
+from genenv.tasks.benchmarks import earlier_evaluation
 from genenv.tasks.fork import copy_snapshot
 from genenv.tasks.options import stage
 from genenv.tasks.runs import new_run_id, register_run
@@ -74,6 +75,8 @@ def command_line(
     limit: int | None,
     items: dict[str, int] | None,
     every_generation: bool,
+    seeds: list[int] | None = None,
+    from_run: str | None = None,
 ) -> str:
     """The `genenv compare` command that runs this comparison (paths as the report shows them)."""
     parts = ["genenv compare", f"--arms {','.join(arms)}"]
@@ -90,48 +93,106 @@ def command_line(
         parts.append(f"--limit {limit}")
     if every_generation:
         parts.append("--every-generation")
+    if seeds:
+        parts.append(f"--seeds {','.join(map(str, seeds))}")
+    if from_run:
+        parts.append(f"--from-run {from_run}")
     return " ".join(parts)
 
 
 def models_to_score(
     plans: list[ArmPlan], every_generation: bool = False
 ) -> list[tuple[str, tuple[str, ...], str | None, int | None]]:
-    """(label, arms whose line it is on, arm whose run holds it or None for the base model, generation) per model.
+    """(label, arm lines it is on, key of the run that holds it or None for the base model, generation) per model.
 
-    Generation 0 once (under the first arm that has a run: the shared run), each training arm's last generation
-    (each of its generations with `every_generation`), then each base arm.
+    Generation 0 once (key "g0": the shared run), each training arm's last generation (each of its generations with
+    `every_generation`), per seed, then each base arm. Keys are plan labels, "g0" for the shared run.
     """
     sharing = [plan for plan in plans if plan.role != BASE]
     out: list[tuple[str, tuple[str, ...], str | None, int | None]] = []
     if sharing:
-        holder = next((plan for plan in sharing if plan.role == TRAIN), sharing[0])
-        out.append(("g0", tuple(plan.arm for plan in sharing), holder.arm, 0))
+        out.append(("g0", tuple(plan.label for plan in sharing), "g0", 0))
     for plan in plans:
         if plan.role == TRAIN:
             last = plan.config.generations
             out += [
-                (f"{plan.arm} g{g}", (plan.arm,), plan.arm, g)
+                (f"{plan.label} g{g}", (plan.label,), plan.label, g)
                 for g in (range(1, last + 1) if every_generation else [last])
             ]
-    out += [(plan.arm, (plan.arm,), None, None) for plan in plans if plan.role == BASE]
+    out += [(plan.label, (plan.label,), None, None) for plan in plans if plan.role == BASE]
     return out
 
 
-def paired_labels(plans: list[ArmPlan]) -> list[tuple[str, str]]:
-    """(B, A) for the report's paired differences B - A: each training arm's last generation - g0, genenv's last
-    generation - each other training arm's, g0 - base."""
-    training = [plan for plan in plans if plan.role == TRAIN]
+def comparison_pairs(plans: list[ArmPlan]) -> list[Pair]:
+    """The report's differences B - A: each training arm's last generation - g0, genenv's last generation - each
+    other training arm's (seed by seed, pooled over the seeds), g0 - base."""
+    by_arm: dict[str, list[ArmPlan]] = {}
+    for plan in plans:
+        if plan.role == TRAIN:
+            by_arm.setdefault(plan.arm, []).append(plan)
 
     def last(plan: ArmPlan) -> str:
-        return f"{plan.arm} g{plan.config.generations}"
+        return f"{plan.label} g{plan.config.generations}"
 
-    pairs = [(last(plan), "g0") for plan in training]
-    genenv = next((plan for plan in training if plan.arm == "genenv"), None)
+    def name(seeds: list[ArmPlan]) -> str:
+        return f"{seeds[0].arm} g{seeds[0].config.generations}"
+
+    pairs = [Pair(name(seeds), "g0", tuple((last(p), "g0") for p in seeds)) for seeds in by_arm.values()]
+    genenv = by_arm.get("genenv")
     if genenv is not None:
-        pairs += [(last(genenv), last(plan)) for plan in training if plan is not genenv]
+        pairs += [
+            Pair(name(genenv), name(other), tuple((last(g), last(o)) for g, o in zip(genenv, other, strict=True)))
+            for arm, other in by_arm.items()
+            if arm != "genenv"
+        ]
     if any(plan.role != BASE for plan in plans):
-        pairs += [("g0", plan.arm) for plan in plans if plan.role == BASE]
+        pairs += [Pair.of("g0", plan.label) for plan in plans if plan.role == BASE]
     return pairs
+
+
+def check_shared_run(warehouse: Warehouse, run_id: str, sharing: list[ArmPlan]) -> None:
+    """`--from-run` before anything runs: the run exists, has a committed generation 0, and the arms could share it."""
+    if warehouse.read("runs", run_id=run_id).is_empty():
+        raise ConfigError(f"from_run: no run {run_id!r} in the warehouse at {warehouse.root_uri}")
+    if warehouse.committed(run_id).filter(pl.col("generation") == 0).is_empty():
+        raise ConfigError(f"from_run: run {run_id} has no committed generation 0 to share")
+    stored = config_from_dict(json.loads(warehouse.run(run_id)["config_json"]))
+    for plan in sharing:
+        differences = generation_zero_differences(stored, plan.config)
+        if differences:
+            raise ConfigError(
+                f"from_run: {plan.label} changes {differences}, which {run_id}'s generation 0 was made with"
+            )
+
+
+def continued_run(warehouse: Warehouse, shared: str, config: GenEnvConfig) -> str | None:
+    """The run an interrupted comparison left for this arm: `shared` itself or a fork of its generation 0 that could
+    resume as `config` (the same settings but names, paths and the number of generations: resume_differences); the
+    oldest when there are several."""
+    runs = warehouse.read("runs").filter(
+        (pl.col("run_id") == shared) | ((pl.col("parent_run_id") == shared) & (pl.col("parent_generation") == 0))
+    )
+    same = [
+        run_id
+        for run_id, stored in runs.sort("created_at").select("run_id", "config_json").iter_rows()
+        if not resume_differences(config_from_dict(json.loads(stored)), config)
+    ]
+    return same[0] if same else None
+
+
+def arm_run(warehouse_uri: str, plan: ArmPlan, shared: str) -> str:
+    """The arm's run, forked from `shared`'s generation 0 or continued where an earlier attempt stopped, with its
+    missing generations run."""
+    warehouse = Warehouse(warehouse_uri)
+    run_id = continued_run(warehouse, shared, plan.config) or fork_generation_zero(
+        warehouse_uri, shared, plan.config.to_dict(), new_run_id(plan.config.run_name)
+    )
+    committed = set(warehouse.committed(run_id)["generation"])
+    with tags(f"arm:{plan.arm}"):  # on the generation flow runs, for the UI's filter
+        for generation in range(1, plan.config.generations + 1):
+            if generation not in committed:
+                run_generation(warehouse_uri, run_id, generation)
+    return run_id
 
 
 @flow(name="genenv-compare")
@@ -145,6 +206,8 @@ def compare(
     report: str = "data/reports/compare.html",
     items: dict[str, int] | None = None,
     every_generation: bool = False,
+    seeds: list[int] | None = None,
+    from_run: str | None = None,
 ) -> str:
     """Run the arms (generation 0 once), score the models, write the HTML report; returns the report path.
 
@@ -152,40 +215,46 @@ def compare(
     every model. Scored: generation 0, each training arm's last generation (every generation with
     `every_generation`), and base when it is an arm. A benchmark whose data is absent is skipped with a warning
     before any arm runs (`benchmarks_dir`: genenv/benchmark_data.py).
+
+    `seeds`: each training arm runs once per seed, all from the one generation 0; the report pools the paired
+    differences over them. `from_run`: share that run's generation 0 instead of making one. Run again with the same
+    arguments and `from_run`, a comparison continues: an arm whose run exists goes on from its last committed
+    generation, and a model already scored on the same items is not scored again.
     """
     overrides = override_values(overrides)
-    plans = plan_arms(arms, config_file, overrides)
+    plans = plan_arms(arms, config_file, overrides, seeds)
     names = benchmarks_to_score(benchmarks, benchmarks_dir, items)
     training = [plan for plan in plans if plan.role == TRAIN]
     sharing = [plan for plan in plans if plan.role != BASE]
     warehouse_uri = plans[0].config.resolved_warehouse_uri
+    warehouse = Warehouse(warehouse_uri)
+    if from_run is not None:
+        check_shared_run(warehouse, from_run, sharing)
 
     with model_runtime():  # one set of models for every arm and every evaluation, released at the end
         runs: dict[str, str] = {}
-        shared: str | None = None
+        shared = from_run
         for plan in training:
             if shared is None:
                 with tags(f"arm:{plan.arm}"):
-                    shared = runs[plan.arm] = evolve(config=plan.config.to_dict())
+                    shared = runs[plan.label] = evolve(config=plan.config.to_dict())
+                get_run_logger().info(
+                    f"generation 0 is {shared}'s: to continue this comparison, add --from-run {shared}"
+                )
                 continue
-            fork_id = fork_generation_zero(
-                warehouse_uri, shared, plan.config.to_dict(), new_run_id(plan.config.run_name)
-            )
-            with tags(f"arm:{plan.arm}"):  # on the generation flow runs, for the UI's filter
-                for generation in range(1, plan.config.generations + 1):
-                    run_generation(warehouse_uri, fork_id, generation)
-            runs[plan.arm] = fork_id
+            runs[plan.label] = arm_run(warehouse_uri, plan, shared)
         if shared is None and sharing:
             shared = evolve(config=sharing[0].config.to_dict())
+        runs["g0"] = shared
         for plan in sharing:
             if plan.role == GENERATION_ZERO:
-                runs[plan.arm] = shared
+                runs[plan.label] = shared
 
-        def scored(label: str, on: tuple[str, ...], arm: str | None, generation: int | None) -> Scored:
-            run_id = runs[arm] if arm is not None else None
-            model = next(plan.config.model for plan in plans if plan.arm == (arm or label))
-            batch = evaluate(
-                model=model,
+        def scored(label: str, on: tuple[str, ...], key: str | None, generation: int | None) -> Scored:
+            run_id = runs[key] if key is not None else None
+            earlier = run_id and earlier_evaluation(warehouse, run_id, generation, names, benchmarks_dir, items, limit)
+            batch = earlier or evaluate(
+                model=plans[0].config.model,  # every arm's: the arms share one config
                 run_id=run_id,
                 generation=generation,
                 benchmarks=names,
@@ -199,18 +268,21 @@ def compare(
 
         models = [scored(*entry) for entry in models_to_score(plans, every_generation)]
 
+    command = command_line(
+        arms, config_file, overrides, names, benchmarks_dir, limit, items, every_generation, seeds, from_run
+    )
     comparison = Comparison(
         title="GenEnv arms compared",
-        command=command_line(arms, config_file, overrides, names, benchmarks_dir, limit, items, every_generation),
+        command=command,
         config=load_config(config_file, overrides).to_dict(),
-        arms=[(plan.arm, plan.role, runs.get(plan.arm), plan.overrides) for plan in plans],
+        arms=[(plan.label, plan.role, runs.get(plan.label), plan.overrides) for plan in plans],
         shared_run=shared,
         models=models,
-        pairs=paired_labels(plans),
+        pairs=comparison_pairs(plans),
         items=dict(items or {}),
         limit=limit,
     )
-    page = comparison_report(Warehouse(warehouse_uri), comparison)
+    page = comparison_report(warehouse, comparison)
     path = Path(report)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(page)

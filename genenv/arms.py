@@ -6,6 +6,7 @@ the agent's sample budget per generation. A new arm is one entry here.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,9 +37,34 @@ def arm_overrides(arm: str) -> dict[str, str]:
         raise ConfigError(f"arms: unknown arm {arm!r}; known: {sorted(ARMS)}") from None
 
 
-GENERATION_ZERO_NEUTRAL = frozenset({"run_name", "generations", "simulator_training", "static_tasks"})
+GENERATION_ZERO_NEUTRAL = frozenset(
+    {
+        "run_name",
+        "generations",
+        "simulator_training",
+        "static_tasks",
+        # the updates of generations 1..T: the warm start has its own fields
+        "agent_lr",
+        "agent_kl_coef",
+        "agent_replay_rows",
+        "agent_epochs",
+        "agent_minibatch_size",
+        "agent_clip_epsilon",
+        "generator_reward",
+        "reward_scope",
+        "beta",
+        "rwr_lambda",
+        "simulator_update",
+        "simulator_invalid_reward",
+        "simulator_lr",
+        "simulator_kl_coef",
+        "simulator_epochs",
+        "simulator_minibatch_size",
+        "simulator_max_records",
+    }
+)
 """Fields generation 0 (seed set, warm start, held-out measure) never reads: arms that differ only in these share one
-generation 0 (`genenv compare` runs it once and forks the other arms from it)."""
+generation 0 (`genenv compare` runs it once and forks the other arms from it, or forks them all from `--from-run`)."""
 
 TRAIN, GENERATION_ZERO, BASE = "train", "generation-0", "base"
 
@@ -51,9 +77,13 @@ def arm_role(config: GenEnvConfig) -> str:
 
 
 def generation_zero_differences(first: GenEnvConfig, second: GenEnvConfig) -> list[str]:
-    """The fields that make the two configs' generation 0 differ (empty: they can share it)."""
+    """The fields that make the two configs' generation 0 differ (empty: they can share it).
+
+    The seed is not one of them: generation 0 reads it, but a run forked from a generation 0 draws the randomness of
+    generations 1..T from its own seed, which is how `compare --seeds` runs each arm several times from one warm start.
+    """
     a, b = first.to_dict(), second.to_dict()
-    return sorted(name for name in a if name not in GENERATION_ZERO_NEUTRAL and a[name] != b[name])
+    return sorted(name for name in a if name not in {*GENERATION_ZERO_NEUTRAL, "seed"} and a[name] != b[name])
 
 
 @dataclass(frozen=True)
@@ -64,20 +94,32 @@ class ArmPlan:
     overrides: dict[str, str]
     """The arm's preset on top of the shared overrides."""
     config: GenEnvConfig
+    label: str
+    """The arm, or 'arm sN' for seed N of a comparison over several seeds."""
 
 
-def plan_arms(arms: list[str], config_file: str | None, overrides: dict[str, Any] | None) -> list[ArmPlan]:
-    """Every arm's config from the shared config; refuses arms that could not share generation 0."""
+def plan_arms(
+    arms: list[str], config_file: str | None, overrides: dict[str, Any] | None, seeds: Sequence[int] | None = None
+) -> list[ArmPlan]:
+    """Every arm's config from the shared config, a training arm once per seed of `seeds` (default: the config's);
+    refuses arms that could not share generation 0."""
     if not arms:
         raise ConfigError("arms: empty list")
     if len(set(arms)) != len(arms):
         raise ConfigError(f"arms: an arm is named twice ({','.join(arms)})")
+    if seeds is not None and (not seeds or len(set(seeds)) != len(seeds)):
+        raise ConfigError(f"seeds: need distinct seeds (got {list(seeds)})")
     plans = []
     for arm in arms:
         preset = arm_overrides(arm)
         config = load_config(config_file, {**(overrides or {}), **preset})
-        config = config.replace(run_name=f"{config.run_name}-{arm}")
-        plans.append(ArmPlan(arm, arm_role(config), preset, config))
+        role = arm_role(config)
+        arm_seeds = list(seeds) if role == TRAIN and seeds is not None else [config.seed]
+        several = len(arm_seeds) > 1
+        for seed in arm_seeds:
+            run_name = f"{config.run_name}-{arm}" + (f"-s{seed}" if several else "")
+            label = f"{arm} s{seed}" if several else arm
+            plans.append(ArmPlan(arm, role, preset, config.replace(seed=seed, run_name=run_name), label))
     sharing = [plan for plan in plans if plan.role != BASE]
     for plan in sharing[1:]:
         differences = generation_zero_differences(sharing[0].config, plan.config)

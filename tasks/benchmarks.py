@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import polars as pl
+
 from genenv.config import GenEnvConfig
 from genenv.evaluation.registry import Item, get_benchmark, select_items
 from genenv.evaluation.runner import ItemResult, run_benchmark, summarise
@@ -83,6 +85,38 @@ def benchmark_items(
 
 
 @stage("evaluate-benchmark", gpu=True)
+def earlier_evaluation(
+    warehouse: Warehouse,
+    run_id: str,
+    generation: int | None,
+    benchmarks: list[str],
+    data_dir: str | Path | None,
+    sizes: dict[str, int] | None,
+    limit: int | None,
+) -> str | None:
+    """The latest evaluation batch of the run's agent at `generation` that scored exactly the items these arguments
+    select (`benchmark_items`): a comparison continued after an interruption does not score a model twice. A
+    committed generation's adapter never changes, so its scores on the same items hold."""
+    rows = warehouse.read("evaluations", run_id=run_id).filter(pl.col("generation") == generation)
+    if rows.is_empty():
+        return None
+    wanted = {
+        (benchmark, item.category, item.item_id)
+        for benchmark in benchmarks
+        for item in benchmark_items(benchmark, data_dir, sizes, limit)
+    }
+    scored = warehouse.read("evaluation_items", run_id=run_id).with_columns(
+        batch=pl.col("eval_id").str.split("/").list.first()
+    )
+    for batch in (
+        rows.sort("evaluated_at", descending=True)["eval_id"].str.split("/").list.first().unique(maintain_order=True)
+    ):
+        mine = scored.filter(batch=batch).select("benchmark", "category", "item_id")
+        if set(mine.iter_rows()) == wanted:
+            return batch
+    return None
+
+
 def evaluate_benchmark(
     target: Target,
     benchmark: str,

@@ -35,6 +35,18 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         action="store_true",
         help="score every generation of each arm (default: generation 0 and each arm's last generation)",
     )
+    parser.add_argument(
+        "--seeds",
+        metavar="S,...",
+        help="run each training arm once per seed, all from one generation 0; differences pooled over the seeds "
+        "(default: the config's seed)",
+    )
+    parser.add_argument(
+        "--from-run",
+        metavar="RUN_ID",
+        help="share this run's generation 0 instead of making one; with the same arguments again, a comparison "
+        "continues where it stopped",
+    )
     parser.add_argument("--report", default="data/reports/compare.html")
     parser.set_defaults(handler=run)
 
@@ -48,7 +60,8 @@ def run(args: argparse.Namespace) -> int:
     if args.benchmarks_dir is not None and not Path(args.benchmarks_dir).is_dir():
         raise ConfigError(f"--benchmarks-dir: folder does not exist (got {args.benchmarks_dir!r})")
     benchmarks = [name.strip() for name in args.benchmarks.split(",") if name.strip()] if args.benchmarks else None
-    plans = plan_arms(arms, args.config, overrides)
+    seeds = parse_seeds(args.seeds)
+    plans = plan_arms(arms, args.config, overrides, seeds)
     check_benchmarks(benchmarks)
     from genenv.evaluation.registry import DEFAULT_BENCHMARKS, check_item_sizes, present_benchmarks
 
@@ -78,9 +91,20 @@ def run(args: argparse.Namespace) -> int:
         args.report,
         items=items,
         every_generation=args.every_generation,
+        seeds=seeds,
+        from_run=args.from_run,
     )
     print(f"\nReport: {report}")
     return 0
+
+
+def parse_seeds(text: str | None) -> list[int] | None:
+    if text is None:
+        return None
+    try:
+        return [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise ConfigError(f"--seeds: expected comma-separated integers (got {text!r})") from None
 
 
 def parse_items(text: str | None) -> dict[str, int] | None:

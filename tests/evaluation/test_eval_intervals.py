@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from genenv.evaluation.bfcl import Bfcl
-from genenv.evaluation.bootstrap import RESAMPLES, bootstrap_mean, paired_difference
+from genenv.evaluation.bootstrap import RESAMPLES, bootstrap_mean, paired_difference, pooled_paired_difference
 from genenv.evaluation.registry import Item, check_item_sizes, parse_item_sizes, select_items
 from genenv.evaluation.runner import ItemResult, summarise
 
@@ -58,6 +58,20 @@ def test_paired_difference_uses_the_items_both_scored() -> None:
     assert paired_difference(a, dict(a)) == type(diff)(0.0, 0.0, 0.0, 40)
     with pytest.raises(ValueError, match="share no scored item"):
         paired_difference({"x": 1.0}, {"y": 1.0})
+
+
+def test_a_difference_pooled_over_seeds_averages_each_items_differences_over_the_seeds() -> None:
+    a0 = {f"i{k}": 0.0 for k in range(30)}
+    b0 = {f"i{k}": float(k < 12) for k in range(30)}  # seed 0: +12 items
+    a1 = {**a0, "i29": 1.0, "extra": 1.0}
+    b1 = {f"i{k}": float(k >= 26) for k in range(30)}  # seed 1: +3 (i29 right in both)
+    pooled = pooled_paired_difference([(a0, b0), (a1, b1)])
+    per_item = [((b0[i] - a0[i]) + (b1[i] - a1[i])) / 2 for i in sorted(a0)]
+    assert pooled == bootstrap_mean(per_item)
+    assert pooled.n == 30 and pooled.value == pytest.approx((12 + 3) / 60)
+    assert pooled_paired_difference([(a0, b0)]) == paired_difference(a0, b0)
+    with pytest.raises(ValueError, match="share no scored item"):
+        pooled_paired_difference([(a0, b0), ({"x": 1.0}, {"x": 0.0})])
 
 
 def test_summary_rows_carry_the_interval() -> None:

@@ -12,7 +12,7 @@ from deltalake import write_deltalake
 
 from genenv.config import GenEnvConfig
 from genenv.evaluation.bootstrap import paired_difference
-from genenv.evaluation.report import Chart, Comparison, Scored, comparison_report, line_chart, shown, shown_path
+from genenv.evaluation.report import Chart, Comparison, Pair, Scored, comparison_report, line_chart, shown, shown_path
 from genenv.tasks.runs import register_run
 from genenv.warehouse.query import query
 from genenv.warehouse.schemas import now, polars_schema
@@ -97,7 +97,12 @@ def comparison(tmp_path: Path) -> tuple[Warehouse, Comparison]:
         ],
         shared_run="a",
         models=models,
-        pairs=[("genenv g2", "g0"), ("genenv-random g2", "g0"), ("genenv g2", "genenv-random g2"), ("g0", "base")],
+        pairs=[
+            Pair.of("genenv g2", "g0"),
+            Pair.of("genenv-random g2", "g0"),
+            Pair.of("genenv g2", "genenv-random g2"),
+            Pair.of("g0", "base"),
+        ],
         items={"simple_python": 20, "parallel": 0},
         limit=None,
     )
@@ -116,7 +121,7 @@ def test_report_shows_intervals_paired_differences_and_the_command(comparison, t
     assert "--items simple_python=20,parallel=0" in page and "sha256" in page and "2000 resamples" in page
     assert "genenv compare --arms genenv,genenv-random,warm-start-only,base --config" in page
     assert "fork of a at generation 0" in page
-    assert "<title>α zone</title>" in page and page.count("<svg") == 5
+    assert "<title>α zone</title>" in page and page.count("<svg") == 7
     assert "stroke-dasharray" in page  # the base model as a reference line
     assert str(tmp_path) not in page and "/tmp/" not in page and not ABSOLUTE.search(page)
 

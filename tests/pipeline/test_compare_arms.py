@@ -25,7 +25,8 @@ from genenv.config import ConfigError, GenEnvConfig, load_config
 from genenv.errors import RerunError
 from genenv.evaluation.bfcl import Bfcl
 from genenv.evaluation.registry import select_items
-from genenv.flows.compare import models_to_score, paired_labels
+from genenv.evaluation.report import Pair
+from genenv.flows.compare import comparison_pairs, models_to_score
 from genenv.tasks.runs import register_run
 from genenv.warehouse.checkpoints import checkpoint_uri, publish_adapter
 from genenv.warehouse.schemas import GENERATION_TABLES
@@ -133,7 +134,8 @@ def test_compare_shares_generation_zero_and_scores_one_item_sample(
         assert rollouts.group_by("generation").len().sort("generation")["len"].to_list() == [drawn, drawn]
     assert warehouse.read("tasks", run_id=by_arm["static"], generation=2).is_empty()
     for arm in ("static", "genenv-random"):
-        assert warehouse.read("training", run_id=by_arm[arm]).filter(role="simulator", phase="rwr").is_empty()
+        simulator = warehouse.read("training", run_id=by_arm[arm]).filter(role="simulator")
+        assert set(simulator["generation"]) == {0}  # the warm start only
 
     # Scored: generation 0 once, each arm's last generation, the base model; the same items for every model.
     scores = warehouse.read("evaluations")
@@ -157,8 +159,34 @@ def test_compare_shares_generation_zero_and_scores_one_item_sample(
     assert "--items simple_python=3,multiple=2,irrelevance=2,parallel=0" in page and "2000 resamples" in page
     assert shared in page and by_arm["static"] in page
     assert str(tmp_path) not in page and str(tiny_model_dir) not in page and not ABSOLUTE.search(page)
-    assert page.count("<svg") == 7
+    assert page.count("<svg") == 9
     assert "<title>α zone</title>" in page and "agent success on generated tasks" in page
+    assert "D_env size" in page and "share of simulator outputs that are valid" in page
+
+    # Again from the shared generation 0 with two seeds: seed 0's genenv arm is the shared run itself (continued,
+    # nothing re-run or re-scored), seed 1's a new fork; the differences are pooled over the seeds.
+    before = {table: warehouse.read(table).height for table in ("runs", "evaluations", "trajectories")}
+    again = compare(
+        ["genenv", "warm-start-only"],
+        config_file=str(config_file),
+        benchmarks=["bfcl"],
+        benchmarks_dir=str(benchmark_dir),
+        items=ITEMS,
+        report=str(tmp_path / "seeds.html"),
+        seeds=[0, 1],
+        from_run=shared,
+    )
+    runs = warehouse.read("runs")
+    assert runs.height == before["runs"] + 1
+    (seed_one,) = runs.filter(run_name="e2e-genenv-s1")["run_id"]
+    assert json.loads(warehouse.run(seed_one)["config_json"])["seed"] == 1
+    assert warehouse.committed(seed_one)["generation"].to_list() == [0, 1, 2]
+    new_rollouts = warehouse.read("trajectories").height - before["trajectories"]
+    assert new_rollouts == warehouse.read("trajectories", run_id=seed_one).height  # its own, and generation 0's copy
+    scored_now = warehouse.read("evaluations").select("run_id", "generation").unique()
+    assert scored_now.height == scored.height + 1  # only seed 1's generation 2
+    page = Path(again).read_text()
+    assert "genenv g2 − g0, 2 seeds pooled" in page and "--seeds 0,1" in page and f"--from-run {shared}" in page
 
 
 def test_fork_of_generation_zero_is_checked_and_idempotent(tmp_path):
@@ -205,19 +233,46 @@ def test_generation_zero_and_last_generations_are_scored_by_default():
     plans = plan_arms(["genenv", "genenv-random", "warm-start-only", "base"], None, {"generations": "3"})
     shared = ("genenv", "genenv-random", "warm-start-only")
     assert models_to_score(plans) == [
-        ("g0", shared, "genenv", 0),
+        ("g0", shared, "g0", 0),
         ("genenv g3", ("genenv",), "genenv", 3),
         ("genenv-random g3", ("genenv-random",), "genenv-random", 3),
         ("base", ("base",), None, None),
     ]
     every = models_to_score(plans, every_generation=True)
     assert [label for label, *_ in every] == ["g0", *[f"{a} g{g}" for a in shared[:2] for g in (1, 2, 3)], "base"]
-    assert paired_labels(plans) == [
-        ("genenv g3", "g0"),
-        ("genenv-random g3", "g0"),
-        ("genenv g3", "genenv-random g3"),
-        ("g0", "base"),
+    assert comparison_pairs(plans) == [
+        Pair.of("genenv g3", "g0"),
+        Pair.of("genenv-random g3", "g0"),
+        Pair.of("genenv g3", "genenv-random g3"),
+        Pair.of("g0", "base"),
     ]
     alone = plan_arms(["warm-start-only"], None, None)
-    assert models_to_score(alone) == [("g0", ("warm-start-only",), "warm-start-only", 0)]
-    assert paired_labels(alone) == []
+    assert models_to_score(alone) == [("g0", ("warm-start-only",), "g0", 0)]
+    assert comparison_pairs(alone) == []
+
+
+def test_several_seeds_run_each_training_arm_once_per_seed_and_pool_the_differences():
+    plans = plan_arms(["genenv", "genenv-random", "warm-start-only"], None, {"generations": "2"}, seeds=[3, 4])
+    assert [(p.label, p.config.seed, p.config.run_name) for p in plans] == [
+        ("genenv s3", 3, "genenv-genenv-s3"),
+        ("genenv s4", 4, "genenv-genenv-s4"),
+        ("genenv-random s3", 3, "genenv-genenv-random-s3"),
+        ("genenv-random s4", 4, "genenv-genenv-random-s4"),
+        ("warm-start-only", 0, "genenv-warm-start-only"),
+    ]
+    assert [label for label, *_ in models_to_score(plans)] == [
+        "g0",
+        "genenv s3 g2",
+        "genenv s4 g2",
+        "genenv-random s3 g2",
+        "genenv-random s4 g2",
+    ]
+    pooled = Pair(
+        "genenv g2",
+        "genenv-random g2",
+        (("genenv s3 g2", "genenv-random s3 g2"), ("genenv s4 g2", "genenv-random s4 g2")),
+    )
+    assert pooled in comparison_pairs(plans)
+    assert [p.config.seed for p in plan_arms(["genenv"], None, None, seeds=[7])] == [7]
+    with pytest.raises(ConfigError, match="^seeds: need distinct seeds"):
+        plan_arms(["genenv"], None, None, seeds=[1, 1])
