@@ -84,7 +84,6 @@ def benchmark_items(
     return select_items(get_benchmark(benchmark).load(Path(data_dir) if data_dir else None), sizes, limit)
 
 
-@stage("evaluate-benchmark", gpu=True)
 def earlier_evaluation(
     warehouse: Warehouse,
     run_id: str,
@@ -117,6 +116,7 @@ def earlier_evaluation(
     return None
 
 
+@stage("evaluate-benchmark", gpu=True)
 def evaluate_benchmark(
     target: Target,
     benchmark: str,
