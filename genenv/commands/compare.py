@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from genenv.arms import ARMS, plan_arms
+from genenv.arms import ARMS, BASE, plan_arms
 from genenv.config import ConfigError, parse_overrides
 
 
@@ -74,6 +74,12 @@ def run(args: argparse.Namespace) -> int:
         check_item_sizes(present, args.benchmarks_dir, items)
     except (ValueError, FileNotFoundError) as exc:
         raise ConfigError(f"--items: {exc}") from None
+    if args.from_run:
+        from genenv.flows.compare import check_shared_run
+        from genenv.warehouse.store import Warehouse
+
+        sharing = [plan for plan in plans if plan.role != BASE]
+        check_shared_run(Warehouse(plans[0].config.resolved_warehouse_uri), args.from_run, sharing)
     from genenv.config import check_local_paths
     from genenv.environment import prepare_command
 

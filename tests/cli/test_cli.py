@@ -75,6 +75,9 @@ def test_compare_refuses_bad_requests_before_anything_runs(benchmark_dir, tmp_pa
         "--limit: must be >= 1": ["--limit", "0"],
         "--benchmarks: unknown ['alfworld']": ["--benchmarks", "alfworld"],
         "--benchmarks-dir: folder does not exist": ["--benchmarks-dir", str(tmp_path / "nowhere")],
+        "--seeds: expected comma-separated integers": ["--seeds", "0,x"],
+        "seeds: need distinct seeds": ["--seeds", "1,1"],
+        "from_run: no run 'nope' in the warehouse": ["--from-run", "nope"],
     }
     for message, extra in refused.items():
         assert main([*common, *extra]) == 2
