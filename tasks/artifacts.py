@@ -76,22 +76,27 @@ def summary_rows(generation: int, metrics: dict[str, Any]) -> list[dict[str, str
 
 
 def p_hat_histogram(batches: pl.DataFrame, alpha: float, k_min: float) -> str:
-    """Markdown histogram of p̂ over this generation's seed batches, with the α band marked."""
+    """Markdown histogram of p̂ over this generation's reward units (generated tasks, or seed batches with
+    reward_scope=batch), with the α band marked."""
     p_hats = batches["p_hat"].drop_nulls().to_list()
-    lines = [f"**p̂ per seed batch** (α = {alpha}, band ±{k_min}; ★ = bin inside the band)", ""]
+    per_task = batches["task_id"].is_not_null().any()
+    unit, units = ("generated task", "tasks") if per_task else ("seed batch", "batches")
+    lines = [f"**p̂ per {unit}** (α = {alpha}, band ±{k_min}; ★ = bin inside the band)", ""]
     if batches.is_empty():
-        return "\n".join([*lines, "No seed batches in this generation (generation 0 records seeds and warm-starts)."])
+        return "\n".join([*lines, "No reward units in this generation (generation 0 records seeds and warm-starts)."])
     counts = [0] * HISTOGRAM_BINS
     for p in p_hats:
         counts[min(int(p * HISTOGRAM_BINS), HISTOGRAM_BINS - 1)] += 1
     most = max(counts) or 1
-    lines += ["| p̂ | batches | |", "|---|---:|---|"]
+    lines += [f"| p̂ | {units} | |", "|---|---:|---|"]
     for i, count in enumerate(counts):
         low, high = i / HISTOGRAM_BINS, (i + 1) / HISTOGRAM_BINS
         star = " ★" if low >= alpha - k_min - 1e-9 and high <= alpha + k_min + 1e-9 else ""
         drawn = bar(count / most)
         lines.append(f"| {low:.1f}–{high:.1f}{star} | {count} | {f'`{drawn}`' if drawn else ''} |")
-    lines += ["", f"{batches.height - len(p_hats)} batch(es) had no valid variation (no p̂, R_env = 0)."]
+    missing = batches.height - len(p_hats)
+    invalid = f"{missing} output(s) were rejected" if per_task else f"{missing} batch(es) had no valid variation"
+    lines += ["", f"{invalid} (no p̂; see `generator_reward`)."]
     return "\n".join(lines)
 
 
@@ -172,7 +177,7 @@ def publish_generation(ref: GenerationRef, metrics: dict[str, Any], table_versio
     create_markdown_artifact(
         p_hat_histogram(batches, config.alpha, config.k_min),
         key=artifact_key(run_id, f"g{g}", "p-hat"),
-        description=f"{run_id} generation {g}: how many seed batches the agent solved at each rate, the α band marked",
+        description=f"{run_id} generation {g}: p̂ of the generated tasks (or seed batches), the α band marked",
     )
     create_markdown_artifact(
         curriculum_trend(warehouse.committed(run_id)),

@@ -82,9 +82,13 @@ def test_artifact_keys_are_lowercase_dash():
 def test_text_charts():
     assert bar(1.0, 4) == "████" and bar(0.0) == "" and bar(None) == ""
     assert sparkline([3.0, 2.0, 1.0]) == "█▅▁"
-    batches = pl.DataFrame({"p_hat": [0.45, 0.5, 0.95, None]})
+    batches = pl.DataFrame(
+        {"p_hat": [0.45, 0.5, 0.95, None], "task_id": [None] * 4}, schema_overrides={"task_id": pl.String}
+    )
     text = p_hat_histogram(batches, alpha=0.5, k_min=0.1)
     assert "| 0.4–0.5 ★ | 1 |" in text and "| 0.9–1.0 | 1 |" in text and "1 batch(es) had no valid" in text
+    tasks = p_hat_histogram(batches.with_columns(task_id=pl.Series(["a", "b", "c", "d"])), alpha=0.5, k_min=0.1)
+    assert "**p̂ per generated task**" in tasks and "| p̂ | tasks |" in tasks and "1 output(s) were rejected" in tasks
     assert "| 0.0–0.1 | 0 |  |" in text and "``" not in text  # an empty bin draws nothing, not a stray backtick
     svg = base64.b64decode(loss_svg({"agent grpo": [2.0, 1.0]}).split(",", 1)[1]).decode()
     assert svg.startswith("<svg") and "agent grpo" in svg
