@@ -15,7 +15,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser("sql", help="read-only SQL over the warehouse (committed generations only)")
     parser.add_argument(
         "sql",
-        help="one SELECT; tables: runs generations tasks pool trajectories batches training evaluations "
+        help="one SELECT; tables: runs generations tasks pool trajectories turns batches training evaluations "
         "evaluation_items (see docs/cookbook.md)",
     )
     parser.add_argument("--warehouse", default=os.environ.get("GENENV_WAREHOUSE", DEFAULT_WAREHOUSE))
