@@ -1,3 +1,2 @@
-"""Task families. Importing this package registers the built-in domains."""
-
-from genenv.domains import text_game, tool_call  # noqa: F401
+"""Task families. Each domain, the built-ins included, registers through an entry point in the group
+genenv.domains (pyproject.toml), which genenv.domains.base.DOMAINS reads: importing this package registers nothing."""

@@ -147,7 +147,13 @@ class Domain(Protocol):
         ...
 
     def benchmark_texts(self, benchmarks_dir: str) -> Iterable[str]:
-        """Texts from evaluation data that generated or seed tasks must not overlap."""
+        """Texts from evaluation data that generated or seed tasks must not overlap: the seed and generate stages
+        decontaminate against these (none where the domain has no evaluation benchmark)."""
+        ...
+
+    def benchmark_sets(self, benchmarks_dir: str) -> dict[str, str | None]:
+        """Each evaluation set `benchmark_texts` reads, mapped to None when present or to a line saying why it is
+        not read (not installed, no folder given): the run's log says what its tasks were checked against."""
         ...
 
 
@@ -193,9 +199,13 @@ class AbstainingDomain(Domain, Protocol):
         ...
 
 
-DOMAINS: Registry[Callable[[GenEnvConfig], Domain]] = Registry("domain")
+DOMAINS: Registry[Callable[[GenEnvConfig], Domain]] = Registry(
+    "domain", group="genenv.domains", guide="README.md, 'Your own domain'"
+)
+"""Domain factories (taking the run's config) by name: every entry point in the group `genenv.domains` of an
+installed package, the built-ins included (pyproject.toml), so a package adds a domain without an edit here."""
 register_domain = DOMAINS.register
-"""Decorator: `@register_domain("tool_call")` on a Domain factory (taking the run's config) makes it selectable."""
+"""Decorator: `@register_domain("name")` on a Domain factory registers it in this process only (tests, notebooks)."""
 
 
 def get_domain(name: str, config: GenEnvConfig | None = None) -> Domain:

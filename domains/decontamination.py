@@ -8,10 +8,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator
-from functools import cache
 from pathlib import Path
 
-from genenv.benchmark_data import FOLDER_SETS, bfcl_dir, folder_file
+from genenv.benchmark_data import FOLDER_SETS, INSTALL_BFCL, bfcl_dir, folder_file, missing_folder_set
+from genenv.domains.base import Domain
 
 SHINGLE_TOKENS = 8
 _TOKEN = re.compile(r"\w+")
@@ -62,11 +62,16 @@ class BenchmarkIndex:
         return " ".join(words) in self._texts or any(h in self._shingles for h in _shingles(words))
 
 
-@cache
-def benchmark_index(benchmarks_dir: str) -> BenchmarkIndex:
-    """Every benchmark set present (checked_sets), built once per process: seeding and every generation check
-    against it."""
-    return BenchmarkIndex.from_dir(benchmarks_dir or None)
+_DOMAIN_INDEXES: dict[tuple[str, str], BenchmarkIndex] = {}
+
+
+def domain_index(domain: Domain, benchmarks_dir: str) -> BenchmarkIndex:
+    """What `domain`'s tasks must not overlap (its `benchmark_texts`), built once per process and domain: seeding and
+    every generation check against it."""
+    key = (domain.name, benchmarks_dir)
+    if key not in _DOMAIN_INDEXES:
+        _DOMAIN_INDEXES[key] = BenchmarkIndex.from_texts(domain.benchmark_texts(benchmarks_dir))
+    return _DOMAIN_INDEXES[key]
 
 
 NOT_ITEM_FILES = {"BFCL_v4_format_sensitivity.json"}
@@ -78,6 +83,15 @@ def checked_sets(benchmarks_dir: str | Path | None) -> list[str]:
     _existing(benchmarks_dir)
     bfcl = ["bfcl"] if bfcl_dir(benchmarks_dir) else []
     return bfcl + [name for name in FOLDER_SETS if folder_file(benchmarks_dir, name)]
+
+
+def set_status(benchmarks_dir: str | Path | None) -> dict[str, str | None]:
+    """BFCL and the folder sets, each mapped to None where `benchmark_texts` reads it, else to a line saying why not."""
+    checked = checked_sets(benchmarks_dir)
+    status: dict[str, str | None] = {"bfcl": None if "bfcl" in checked else f"bfcl: not installed (`{INSTALL_BFCL}`)"}
+    for name in FOLDER_SETS:
+        status[name] = None if name in checked else missing_folder_set(benchmarks_dir, name)
+    return status
 
 
 def benchmark_texts(benchmarks_dir: str | Path | None) -> Iterator[str]:

@@ -273,7 +273,7 @@ class GenEnvConfig:
             "generator_reward",
             f"must be one of {GENERATOR_REWARDS.names()}",
         )
-        need(self.domain in DOMAINS, "domain", f"must be one of {DOMAINS.names()}")
+        need(self.domain in DOMAINS, "domain", f"must be one of {DOMAINS.names()}{DOMAINS.how_to_add}")
         try:
             DOMAINS.get(self.domain)(self)
         except DomainUnavailable as missing:

@@ -11,7 +11,7 @@ import json
 
 from genenv.curriculum.pools import abstention_tasks, draw, generation_rng, intended_abstentions
 from genenv.domains.base import AbstainingDomain, Domain, TaskInstance, ValidationContext
-from genenv.domains.decontamination import benchmark_index
+from genenv.domains.decontamination import domain_index
 from genenv.faults import crash_point
 from genenv.models.generation import SamplingSettings
 from genenv.tasks.context import (
@@ -66,7 +66,7 @@ def generate(ref: GenerationRef) -> TaskSet:
     seen = {domain.dedup_key(t) for t in known.values()}
     context = ValidationContext(
         seen_keys=seen,
-        is_contaminated=benchmark_index(config.benchmarks_dir).contains,
+        is_contaminated=domain_index(domain, config.benchmarks_dir).contains,
         heldout_calls={domain.answer_key(t) for t in heldout_seeds(ref, known)},
     )
     rows = []

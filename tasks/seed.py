@@ -12,10 +12,9 @@ import logging
 from prefect import get_run_logger
 from prefect.exceptions import MissingContextError
 
-from genenv.benchmark_data import FOLDER_SETS, INSTALL_BFCL, missing_folder_set
 from genenv.curriculum.pools import is_heldout
-from genenv.domains.base import Candidate, ValidationContext
-from genenv.domains.decontamination import benchmark_index, checked_sets
+from genenv.domains.base import Candidate, Domain, ValidationContext
+from genenv.domains.decontamination import domain_index
 from genenv.tasks.context import GenerationRef
 from genenv.tasks.contract import TaskSet, generation_stage, tasks_written
 
@@ -28,23 +27,22 @@ def _logger() -> logging.Logger | logging.LoggerAdapter:
         return logging.getLogger(__name__)
 
 
-def log_decontamination(benchmarks_dir: str) -> None:
-    checked = checked_sets(benchmarks_dir or None)
-    missing = [missing_folder_set(benchmarks_dir, name) for name in FOLDER_SETS if name not in checked]
+def log_decontamination(domain: Domain, benchmarks_dir: str) -> None:
+    """One line: the evaluation sets the domain's tasks are checked against, and those it would read but cannot."""
+    sets = domain.benchmark_sets(benchmarks_dir)
+    checked = [name for name, missing in sets.items() if missing is None]
     line = f"decontaminating against: {', '.join(checked) or 'nothing'}"
-    if "bfcl" not in checked:
-        missing.insert(0, f"bfcl: not installed (`{INSTALL_BFCL}`)")
-    _logger().info(line + "".join(f"; not checked, {reason}" for reason in missing))
+    _logger().info(line + "".join(f"; not checked, {missing}" for missing in sets.values() if missing is not None))
 
 
 @generation_stage(done=tasks_written)
 def seed_pool(ref: GenerationRef) -> TaskSet:
     config, warehouse = ref.config, ref.warehouse
     domain = ref.domain
-    log_decontamination(config.benchmarks_dir)
+    log_decontamination(domain, config.benchmarks_dir)
     seeds = domain.load_seeds()
     heldout_ids = {s.task_id for s in seeds if is_heldout(s.family, config.heldout_fraction)}
-    benchmarks = ValidationContext(is_contaminated=benchmark_index(config.benchmarks_dir).contains)
+    benchmarks = ValidationContext(is_contaminated=domain_index(domain, config.benchmarks_dir).contains)
     # A training seed must not teach a held-out answer: it is checked like a generated task.
     training = dataclasses.replace(
         benchmarks, heldout_calls={domain.answer_key(s) for s in seeds if s.task_id in heldout_ids}

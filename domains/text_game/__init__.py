@@ -1,12 +1,12 @@
 """Embodied, multi-turn text games (the paper's ALFWorld setting) on TextWorld, which builds and plays games
-offline. A task is a game spec; the agent plays it turn by turn; R_agent is 1 for a win. Importing this package
-registers the "text_game" domain; using it needs the optional `text-game` extra (TextWorld, with the GPL jericho)."""
+offline. A task is a game spec; the agent plays it turn by turn; R_agent is 1 for a win. Its entry point
+(pyproject.toml) names the factory here; using the domain needs the optional `text-game` extra (TextWorld, with the
+GPL jericho)."""
 
 from genenv.config import GenEnvConfig
-from genenv.domains.base import Domain, register_domain
+from genenv.domains.base import Domain
 
 
-@register_domain("text_game")
 def text_game_domain(config: GenEnvConfig) -> Domain:
     from genenv.domains.text_game.domain import TextGameDomain
 

@@ -89,3 +89,6 @@ class TextGameDomain:
 
     def benchmark_texts(self, benchmarks_dir: str) -> Iterable[str]:
         return ()
+
+    def benchmark_sets(self, benchmarks_dir: str) -> dict[str, str | None]:
+        return {}

@@ -188,6 +188,9 @@ class ToolCallDomain:
     def benchmark_texts(self, benchmarks_dir: str) -> Iterable[str]:
         return decontamination.benchmark_texts(benchmarks_dir)
 
+    def benchmark_sets(self, benchmarks_dir: str) -> dict[str, str | None]:
+        return decontamination.set_status(benchmarks_dir)
+
 
 def _namespace(name: str) -> str:
     """'weather.get_forecast' -> 'weather.'; a name without a dot is its own namespace."""

@@ -6,6 +6,8 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -34,6 +36,22 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return target
 
 
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, set[str]]:
+    """`pip wheel .` of a copy of the checkout: the copy, and the names in the wheel."""
+    root = tmp_path_factory.mktemp("wheel")
+    source = root / "source"
+    shutil.copytree(REPO, source, ignore=_not_sources)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", root, source],
+        check=True,
+        capture_output=True,
+    )
+    [built] = root.glob("genenv-*.whl")
+    with zipfile.ZipFile(built) as archive:
+        return source, set(archive.namelist())
+
+
 def _run(installed: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess:
     """Python with only the installed copy on the path for project code (never the checkout)."""
     env = {**os.environ, "PYTHONPATH": str(installed), "PYTHONSAFEPATH": "1"}
@@ -57,9 +75,9 @@ def test_bare_package_names_are_not_importable_and_the_cli_works(installed: Path
         installed,
         tmp_path,
         "-c",
-        "from genenv.commands.stack import GPU_TEMPLATE; from genenv.domains.tool_call import ToolCallDomain; "
+        "from genenv.commands.stack import GPU_TEMPLATE; from genenv.domains.base import get_domain; "
         "import genenv.models.policy as p; "
-        "print(GPU_TEMPLATE.is_file(), len(ToolCallDomain().load_seeds()), p.__file__)",
+        "print(GPU_TEMPLATE.is_file(), len(get_domain('tool_call').load_seeds()), p.__file__)",
     )
     shown = data.stdout.split()
     assert shown[:2] == ["True", "500"], data.stderr
@@ -72,3 +90,20 @@ def test_evolve_reads_a_config_outside_the_checkout(installed: Path, tmp_path: P
     refused = _run(installed, tmp_path, "-m", "genenv.cli", "evolve", "--config", "mine.yaml")
     assert refused.returncode != 0
     assert "generations: must be >= 0" in refused.stderr, refused.stderr
+
+
+def test_the_wheel_holds_every_package_and_data_file_and_no_tests(wheel: tuple[Path, set[str]]) -> None:
+    """Every folder with an __init__.py under a mapped folder, and every JSON data file there, found on disk: a new
+    subpackage or data file ships without a list to update."""
+    source, names = wheel
+    mapped = tomllib.loads((source / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
+    expected = set()
+    for package, folder in mapped.items():
+        prefix = package.replace(".", "/")
+        for path in (source / folder).rglob("*"):
+            if path.name == "__init__.py" or path.suffix in (".json", ".jsonl"):
+                expected.add(f"{prefix}/{path.relative_to(source / folder).as_posix()}")
+    assert {"genenv/domains/tool_call/data/seeds.jsonl", "genenv/infra/gpu-process-job-template.json"} <= expected
+    assert expected - names == set()
+    assert {name.split("/")[0] for name in names} == {"genenv", "genenv-0.1.0.dist-info"}
+    assert not [name for name in names if {"tests", "bench"} & set(name.split("/"))]

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from genenv.config import GenEnvConfig
 from genenv.domains.base import get_domain
-from genenv.domains.decontamination import BenchmarkIndex, checked_sets
+from genenv.domains.decontamination import BenchmarkIndex, checked_sets, domain_index
 
 
 def test_shingles_and_exact_matches() -> None:
@@ -58,3 +59,18 @@ def test_a_folder_without_api_bank_and_bamboogle_checks_what_is_present(tmp_path
     assert not bfcl_only.contains(bamboogle["question"])
     first = json.loads((benchmark_dir / "bfcl" / "BFCL_v4_simple_python.json").read_text().splitlines()[0])
     assert bfcl_only.contains(first["question"][0][0]["content"])
+
+
+def test_each_domain_is_checked_against_its_own_benchmarks(benchmark_dir: Path) -> None:
+    """The seed and generate stages' index comes from the run's domain: BFCL for tool_call, nothing for text_game."""
+    first = json.loads((benchmark_dir / "bfcl" / "BFCL_v4_simple_python.json").read_text().splitlines()[0])
+    question = first["question"][0][0]["content"]
+    checked = {}
+    for name in ("tool_call", "text_game"):
+        config = GenEnvConfig(domain=name, benchmarks_dir=str(benchmark_dir))
+        domain = get_domain(config.domain, config)
+        checked[name] = (domain_index(domain, config.benchmarks_dir), domain.benchmark_sets(config.benchmarks_dir))
+    assert checked["tool_call"][0].contains(question)
+    assert checked["tool_call"][1] == {"bfcl": None, "api-bank": None, "bamboogle": None}
+    assert len(checked["text_game"][0]) == 0 and not checked["text_game"][0].contains(question)
+    assert checked["text_game"][1] == {}
