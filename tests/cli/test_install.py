@@ -47,7 +47,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, set[str]]:
         check=True,
         capture_output=True,
     )
-    [built] = root.glob("genenv-*.whl")
+    [built] = root.glob("genenv_coevolve-*.whl")
     with zipfile.ZipFile(built) as archive:
         return source, set(archive.namelist())
 
@@ -105,5 +105,5 @@ def test_the_wheel_holds_every_package_and_data_file_and_no_tests(wheel: tuple[P
                 expected.add(f"{prefix}/{path.relative_to(source / folder).as_posix()}")
     assert {"genenv/domains/tool_call/data/seeds.jsonl", "genenv/infra/gpu-process-job-template.json"} <= expected
     assert expected - names == set()
-    assert {name.split("/")[0] for name in names} == {"genenv", "genenv-0.1.0.dist-info"}
+    assert {name.split("/")[0] for name in names} == {"genenv", "genenv_coevolve-0.1.0.dist-info"}
     assert not [name for name in names if {"tests", "bench"} & set(name.split("/"))]
