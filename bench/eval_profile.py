@@ -1,0 +1,139 @@
+"""Where one BFCL scoring pass spends its time: tokenising, prefill, decode, the checker, the warehouse writes.
+
+    python bench/eval_profile.py [--warehouse data/after/warehouse --run RUN --generation G] [--category simple_python]
+                                 [--items 400] [--batch-size 16] [--cache data]
+
+Scores `--items` items of one BFCL category greedily with BFCL's prompt, as `genenv eval` does (transformers
+backend, the run's precision and agent adapter; without `--run`, the embedded base model in bf16), and prints each
+part's seconds, the prompt tokens (total, shared by every prompt, prefilled), and the prefill and decode rates.
+Prefill is every forward over prompt columns (the shared system prompt once, then each prompt's rest), decode every
+one-token step of the running rows; both are timed around the model call, so the rest of `_decode` (sampling,
+bookkeeping, cache moves) is the remainder of the generate time. The warehouse writes go to a scratch folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import torch
+
+from genenv.evaluation.bfcl import Bfcl
+from genenv.evaluation.registry import select_items
+from genenv.evaluation.runner import ItemResult
+from genenv.models.generation import SamplingSettings, TransformersBackend, encode_prompt
+from genenv.models.loading import EMBEDDED_MODEL
+from genenv.models.policy import shared_prefix_length
+from genenv.tasks.benchmarks import Target, evaluation_rows, resolve_target, scoring_backend
+from genenv.tasks.runtime import model_runtime
+from genenv.warehouse.store import Warehouse
+
+
+def timed(backend: TransformersBackend) -> tuple[dict[str, float], dict[str, int]]:
+    """Count the seconds and columns of the backend's prefill passes and decode steps (this instance only)."""
+    seconds: dict[str, float] = defaultdict(float)
+    tokens: dict[str, int] = defaultdict(int)
+    prefill, step = backend._prefill, backend._step
+
+    def timed_prefill(kv_cache, input_ids, attention, start=0):
+        began = time.perf_counter()
+        logits = prefill(kv_cache, input_ids, attention, start)
+        seconds["prefill"] += time.perf_counter() - began
+        tokens["prefill"] += int(attention[:, start:].sum())
+        return logits
+
+    def timed_step(rows, sampling):
+        began = time.perf_counter()
+        next_tokens = step(rows, sampling)
+        seconds["decode"] += time.perf_counter() - began
+        tokens["decode"] += len(rows.rows)
+        return next_tokens
+
+    backend._prefill, backend._step = timed_prefill, timed_step
+    return seconds, tokens
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--warehouse", default="data/warehouse")
+    parser.add_argument("--run", help="score this run's agent (default: the embedded base model)")
+    parser.add_argument("--generation", type=int, help="the run's generation (default: its last committed one)")
+    parser.add_argument("--category", default="simple_python")
+    parser.add_argument("--items", type=int, default=400)
+    parser.add_argument("--batch-size", type=int, default=16, help="generation_batch_size, as genenv eval's")
+    parser.add_argument("--cache", default="data", help="data folder holding the converted model (data/models)")
+    args = parser.parse_args()
+
+    parts: dict[str, float] = {}
+    started = time.perf_counter()
+    benchmark = Bfcl()
+    items = select_items(benchmark.load(None), {args.category: args.items}, limit=0)
+    parts["load items"] = time.perf_counter() - started
+
+    target = (
+        resolve_target(Warehouse(args.warehouse), EMBEDDED_MODEL, args.run, args.generation, None)
+        if args.run
+        else Target(EMBEDDED_MODEL, precision="bfloat16")
+    )
+    with model_runtime():
+        started = time.perf_counter()
+        backend = scoring_backend(target, args.cache, args.batch_size)
+        if not isinstance(backend, TransformersBackend):
+            raise SystemExit(f"the run generates with {target.backend}: this profile times the transformers backend")
+        parts["load model"] = time.perf_counter() - started
+        started = time.perf_counter()
+        prompts = [encode_prompt(backend.policy.tokenizer, item.messages) for item in items]
+        parts["tokenise"] = time.perf_counter() - started
+        seconds, tokens = timed(backend)
+        sampling = SamplingSettings(max_new_tokens=benchmark.max_new_tokens, temperature=0.0)
+        started = time.perf_counter()
+        completions = backend.generate("agent", [item.messages for item in items], sampling)
+        generate = time.perf_counter() - started
+    parts["prefill"] = seconds["prefill"]
+    parts["decode"] = seconds["decode"]
+    parts["rest of generate (tokenise again, sampling, cache moves)"] = generate - parts["prefill"] - parts["decode"]
+
+    started = time.perf_counter()
+    results = []
+    for item, completion in zip(items, completions, strict=True):
+        score = benchmark.score(item, completion.text)
+        results.append(ItemResult("bfcl", item.category, item.item_id, completion.text, score.scores, score.error))
+    parts["checker"] = time.perf_counter() - started
+
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory() as scratch:
+        warehouse = Warehouse(str(Path(scratch) / "warehouse"))
+        rows, item_rows = evaluation_rows(target, "profile/bfcl/", results)
+        warehouse.append("evaluation_items", item_rows)
+        warehouse.append("evaluations", rows)
+    parts["warehouse writes"] = time.perf_counter() - started
+
+    total = sum(parts.values())
+    shared = shared_prefix_length(list({tuple(p) for p in prompts}))
+    generated = sum(len(c.completion_ids) for c in completions)
+    accuracy = sum(r.scores["accuracy"] for r in results) / len(results)
+    print(
+        f"{len(items)} {args.category} items, {target.run_id} g{target.generation}, {target.precision}, batch "
+        f"{args.batch_size}, torch threads {torch.get_num_threads()}, load average {os.getloadavg()[0]:.1f}"
+    )
+    print(f"accuracy {accuracy:.3f}; {total:.1f} s in all, {total / len(items):.2f} s an item")
+    print(f"{'part':<58} {'seconds':>8} {'share':>6}")
+    for name, seconds in parts.items():
+        print(f"{name:<58} {seconds:8.1f} {seconds / total:6.1%}")
+    print(
+        f"prompt tokens {sum(map(len, prompts))} (median {sorted(map(len, prompts))[len(prompts) // 2]}, "
+        f"{shared} shared by all); prefilled {tokens['prefill']} at "
+        f"{tokens['prefill'] / max(parts['prefill'], 1e-9):.1f} tokens/s"
+    )
+    print(
+        f"generated {generated} tokens; decode steps computed {tokens['decode']} row-tokens at "
+        f"{tokens['decode'] / max(parts['decode'], 1e-9):.1f} tokens/s"
+    )
+
+
+if __name__ == "__main__":
+    main()
