@@ -46,7 +46,11 @@ def test_gpu_job_templates_are_complete():
     assert "CUDA_VISIBLE_DEVICES" in process["variables"]["properties"]["env"]["default"]
     k8s = json.loads((REPO / "infra" / "gpu-kubernetes-job-template.json").read_text())
     container = k8s["job_configuration"]["job_manifest"]["spec"]["template"]["spec"]["containers"][0]
-    assert container["resources"]["limits"]["nvidia.com/gpu"] == "{{ gpus }}"
+    # One flow run holds one vLLM engine and one trainer on one device: a second GPU would sit idle.
+    assert (
+        container["resources"]["limits"]["nvidia.com/gpu"] == container["resources"]["requests"]["nvidia.com/gpu"] == 1
+    )
+    assert "gpus" not in k8s["variables"]["properties"]
     assert container["args"] == "{{ command }}"
 
 
