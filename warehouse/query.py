@@ -289,7 +289,7 @@ def query(
     each file at most once, and only the columns it needs. A query that runs past `timeout` seconds is stopped, and
     one that needs more than `memory_limit` fails, each saying which limit it hit."""
     check_read_only(sql)
-    tables = referenced_tables(sql)
+    tables = referenced_tables(sql) or None  # none named (SHOW TABLES, SELECT 1): every table, so SHOW lists them
     con = connect(warehouse, run_id, as_of_generation, as_of_version, tables, 0, memory_limit)
     watchdog = threading.Timer(timeout, con.interrupt)
     watchdog.start()

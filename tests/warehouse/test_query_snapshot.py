@@ -8,7 +8,7 @@ import pytest
 from deltalake import write_deltalake
 
 from genenv.warehouse.query import IN_MEMORY_BYTES, connect, query
-from genenv.warehouse.schemas import polars_schema
+from genenv.warehouse.schemas import TABLES, polars_schema
 from genenv.warehouse.storage import storage_options, table_uri, translated
 from genenv.warehouse.store import Warehouse
 from tests.support import synthetic_warehouse as synthetic
@@ -82,3 +82,10 @@ def test_escaped_partition_values_read_back_exactly(root_uri):
     result = query(warehouse, "SELECT DISTINCT run_id, generation FROM trajectories")
     assert result.rows() == [(run_id, 0)]
     assert query(warehouse, "SELECT count(*) AS n FROM pool", run_id=run_id)["n"][0] > 0
+
+
+def test_show_tables_lists_every_table(root_uri):
+    warehouse = Warehouse(root_uri)
+    synthetic.fill(warehouse, "r1", 1, SHAPE, evaluations=False)
+    shown = set(query(warehouse, "SHOW TABLES")["name"])
+    assert set(TABLES) <= shown
