@@ -9,6 +9,7 @@ D_env, the in-band tasks of every generation so far, w ∝ exp(λ R_env).
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 
 import polars as pl
@@ -50,7 +51,7 @@ def simulator_groups(ref: GenerationRef) -> list[GroupSample]:
 def grpo_simulator(ref: GenerationRef, policy: PolicyPair) -> list[dict]:
     config = ref.config
     samples = simulator_groups(ref)
-    steps = config.simulator_epochs * -(-len(samples) // config.simulator_minibatch_size)
+    steps = config.simulator_epochs * math.ceil(len(samples) / config.simulator_minibatch_size)
     with progress_bar(f"g{ref.generation} GRPO simulator", steps, unit="step") as bar:
         records = grpo_update(
             policy,

@@ -91,3 +91,11 @@ def test_a_stored_config_from_before_the_simulator_update_choice_keeps_the_paper
     old = config_from_dict(stored)
     assert (old.reward_scope, old.simulator_update) == ("batch", "rwr")
     assert (GenEnvConfig().reward_scope, GenEnvConfig().simulator_update) == ("task", "grpo")
+
+
+def test_every_simulator_update_the_config_accepts_exists():
+    """genenv.config names the updates (the floor cannot import tasks); tasks/simulator_update.py implements them."""
+    from genenv import config
+    from genenv.tasks.simulator_update import SIMULATOR_UPDATES
+
+    assert set(SIMULATOR_UPDATES) == set(config.SIMULATOR_UPDATES)
