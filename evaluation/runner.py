@@ -11,7 +11,7 @@ from genenv.evaluation.registry import DEFAULT_BENCHMARKS, Benchmark, Item
 from genenv.models.generation import GenerationBackend, SamplingSettings
 
 ROLE = "agent"
-__all__ = ["DEFAULT_BENCHMARKS", "ItemResult", "Summary", "run_benchmark", "summarise"]
+__all__ = ["DEFAULT_BENCHMARKS", "ItemResult", "Summary", "run_benchmark", "scored", "summarise"]
 
 
 @dataclass(frozen=True)
@@ -22,6 +22,8 @@ class ItemResult:
     output: str
     scores: dict[str, float]
     error: str | None
+    answer_key: str | None = None
+    """What decided `output` (tasks.benchmarks.answer_key), when the caller keys its answers."""
 
 
 @dataclass(frozen=True)
@@ -45,13 +47,13 @@ def run_benchmark(
     """The agent's greedy answer to every item, scored by the benchmark."""
     sampling = SamplingSettings(max_new_tokens=benchmark.max_new_tokens, temperature=0.0)
     completions = backend.generate(ROLE, [item.messages for item in items], sampling, progress)
-    results = []
-    for item, completion in zip(items, completions, strict=True):
-        score = benchmark.score(item, completion.text)
-        results.append(
-            ItemResult(benchmark.name, item.category, item.item_id, completion.text, score.scores, score.error)
-        )
-    return results
+    return [scored(benchmark, item, completion.text) for item, completion in zip(items, completions, strict=True)]
+
+
+def scored(benchmark: Benchmark, item: Item, output: str) -> ItemResult:
+    """One answer, generated now or earlier, scored by the benchmark's current checker."""
+    score = benchmark.score(item, output)
+    return ItemResult(benchmark.name, item.category, item.item_id, output, score.scores, score.error)
 
 
 def summarise(results: list[ItemResult]) -> list[Summary]:

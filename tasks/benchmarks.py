@@ -6,9 +6,10 @@ and its per-item evidence in `evaluation_items` under the same eval_id, so `valu
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -16,12 +17,12 @@ import polars as pl
 
 from genenv.config import GenEnvConfig
 from genenv.evaluation.registry import Item, get_benchmark, select_items
-from genenv.evaluation.runner import ItemResult, run_benchmark, summarise
+from genenv.evaluation.runner import ItemResult, run_benchmark, scored, summarise
 from genenv.models.generation import GenerationBackend
 from genenv.tasks.context import progress_bar
 from genenv.tasks.options import stage
 from genenv.tasks.runtime import current_runtime
-from genenv.warehouse.checkpoints import adapter_exists
+from genenv.warehouse.checkpoints import adapter_digest, adapter_exists
 from genenv.warehouse.schemas import now
 from genenv.warehouse.store import Warehouse, WarehouseError
 
@@ -130,6 +131,10 @@ def evaluate_benchmark(
 ) -> dict[str, Any]:
     """Generate, score and append the rows; skipped when this batch already wrote this benchmark (a retry).
 
+    An item whose answer the warehouse already holds under the same `answer_key` (the same model bytes, prompt and
+    cap, from any run) is scored from that answer instead of generated again (greedy: the same model writes the same
+    answer, but for a bf16 rounding a different batch can tip).
+
     The items are `benchmark_items`: per category `items[category]`, else `limit`, else all, chosen by a seeded hash
     of the item id, so every model is scored on the same items.
     """
@@ -142,14 +147,49 @@ def evaluate_benchmark(
     chosen = benchmark_items(benchmark, data_dir, items, limit)
     if not chosen:
         return {"benchmark": benchmark, "items": 0}
-    backend = scoring_backend(target, cache_dir, batch_size)
+    scorer = get_benchmark(benchmark)
+    fingerprint = model_fingerprint(target)
+    keys = [answer_key(fingerprint, item, scorer.max_new_tokens) for item in chosen]
+    known = stored_answers(warehouse, benchmark, set(keys))
+    todo = [item for item, key in zip(chosen, keys, strict=True) if key not in known]
     with progress_bar(f"eval {benchmark}", total=len(chosen)) as bar:
-        results = run_benchmark(backend, get_benchmark(benchmark), chosen, bar.update)
+        bar.update(len(chosen) - len(todo))
+        generated = iter(
+            run_benchmark(scoring_backend(target, cache_dir, batch_size), scorer, todo, bar.update) if todo else []
+        )
+    results = [
+        replace(scored(scorer, item, known[key]) if key in known else next(generated), answer_key=key)
+        for item, key in zip(chosen, keys, strict=True)
+    ]
     rows, item_rows = evaluation_rows(target, prefix, results)
     warehouse.append("evaluation_items", item_rows)
     warehouse.append("evaluations", rows)
     seconds = round(time.perf_counter() - started, 2)
-    return {"benchmark": benchmark, "items": len(results), "seconds": seconds, "scores": rows_summary(rows)}
+    return {
+        "benchmark": benchmark,
+        "items": len(results),
+        "reused": len(chosen) - len(todo),
+        "seconds": seconds,
+        "scores": rows_summary(rows),
+    }
+
+
+def model_fingerprint(target: Target) -> str:
+    """What decides a greedy answer besides the prompt: the base model, precision and backend, and the adapter's
+    bytes (not its path: a fork's generation 0 holds its parent's adapter, a copy has the same bytes)."""
+    digest = adapter_digest(target.agent_checkpoint) if target.agent_checkpoint else None
+    return json.dumps([target.model, target.precision, target.backend, digest])
+
+
+def answer_key(fingerprint: str, item: Item, max_new_tokens: int) -> str:
+    """The key of one greedy answer (`evaluation_items.answer_key`): the model's fingerprint, the prompt, the cap."""
+    return hashlib.sha256(json.dumps([fingerprint, item.messages, max_new_tokens]).encode()).hexdigest()
+
+
+def stored_answers(warehouse: Warehouse, benchmark: str, keys: set[str]) -> dict[str, str]:
+    """Outputs already in the warehouse under any of `keys`, from any run: answer_key -> output."""
+    rows = warehouse.read("evaluation_items", benchmark=benchmark).filter(pl.col("answer_key").is_in(list(keys)))
+    return dict(rows.unique("answer_key", keep="first").select("answer_key", "output").iter_rows())
 
 
 def evaluation_rows(target: Target, prefix: str, results: list[ItemResult]) -> tuple[list[dict], list[dict]]:
@@ -182,6 +222,7 @@ def evaluation_rows(target: Target, prefix: str, results: list[ItemResult]) -> t
             "output": r.output,
             "score": score,
             "error": r.error,
+            "answer_key": r.answer_key,
         }
         for r in results
         for metric, score in r.scores.items()

@@ -59,6 +59,20 @@ def adapter_exists(uri: str) -> bool:
         return fs.exists(f"{path}/{MARKER}")
 
 
+def adapter_digest(uri: str) -> str:
+    """SHA-256 of a published adapter's files (names and bytes, the marker left out): two publications with the same
+    digest are the same weights, whatever run, generation or folder holds them."""
+    fs, path = filesystem(uri)
+    with translated(uri):
+        if not fs.exists(f"{path}/{MARKER}"):
+            raise WarehouseError(f"no published adapter at {uri}")
+        digest = hashlib.sha256()
+        for file in json.loads(fs.cat_file(f"{path}/{MARKER}").decode())["files"]:
+            digest.update(file.encode() + b"\0")
+            digest.update(hashlib.sha256(fs.cat_file(f"{path}/{file}")).digest())
+    return digest.hexdigest()
+
+
 def fetch_adapter(uri: str, cache_dir: Path) -> Path:
     """A local folder holding the adapter, ready for PEFT: the folder itself locally, else a cached download."""
     if not is_remote(uri):

@@ -202,6 +202,10 @@ class EvaluationItems(_Strict):
     output: str
     score: float = pa.Field(ge=0, le=1)
     error: str | None = pa.Field(nullable=True)
+    answer_key: str | None = pa.Field(nullable=True)
+    """SHA-256 of what decides the greedy `output`: base model, precision, backend, the adapter's bytes, the prompt
+    and the token cap (tasks.benchmarks.answer_key). A later scoring with the same key reuses the output instead of
+    generating it again. Null in rows written before the column existed."""
 
 
 TABLES: dict[str, type[pa.DataFrameModel]] = {

@@ -3,11 +3,14 @@ each score is the mean of its items, and a run's agent is scored at a committed 
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import polars as pl
 import pytest
+from safetensors.torch import load_file, save_file
 
+import genenv.tasks.benchmarks as benchmarks
 from genenv.cli import main
 from genenv.evaluation.api_bank import ApiBank
 from genenv.evaluation.bamboogle import Bamboogle
@@ -102,6 +105,54 @@ def test_run_agent_at_a_generation_via_the_cli(
     # test=1: the Bamboogle item of the seeded sample, not the file's first; level-1 is not named, so all of it.
     (chosen,) = select_items(Bamboogle().load(mini_benchmarks), limit=1)
     assert set(items["item_id"]) == {chosen.item_id, "level-1-0"} and chosen.item_id == "test_1"
+
+
+def test_an_answer_is_reused_only_for_an_adapter_with_the_same_bytes(
+    tiny_model_dir: Path, mini_benchmarks: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    warehouse_uri = str(tmp_path / "warehouse")
+    warehouse = Warehouse(warehouse_uri)
+    saved, changed = tmp_path / "saved", tmp_path / "changed"
+    PolicyPair.load(tiny_model_dir, LoraSettings()).save_adapter("agent", saved)
+    shutil.copytree(saved, changed)
+    tensors = load_file(changed / "adapter_model.safetensors")
+    name = next(key for key in tensors if "lora_B" in key)
+    tensors[name] = tensors[name] + 1e-3
+    save_file(tensors, changed / "adapter_model.safetensors")
+    for run_id, folder in (("r-first", saved), ("r-copy", saved), ("r-changed", changed)):
+        checkpoint = checkpoint_uri(warehouse_uri, run_id, 0, "agent")
+        publish_adapter(folder, checkpoint)
+        warehouse.append("runs", [_run_row(run_id, str(tiny_model_dir))])
+        warehouse.commit_generation(
+            run_id, 0, agent_checkpoint=checkpoint, simulator_checkpoint="", config_hash="h", seed=0, metrics={}
+        )
+    generated: list[int] = []
+    generate = benchmarks.run_benchmark
+
+    def counted(backend, scorer, items, progress=None):
+        generated.append(len(items))
+        return generate(backend, scorer, items, progress)
+
+    monkeypatch.setattr(benchmarks, "run_benchmark", counted)
+
+    def scored(run_id: str) -> tuple[int, pl.DataFrame]:
+        generated.clear()
+        batch = evaluate(
+            run_id=run_id,
+            benchmarks=["bfcl"],
+            data_dir=str(mini_benchmarks),
+            warehouse_uri=warehouse_uri,
+            cache_dir=str(tmp_path),
+        )
+        columns = ["item_id", "output", "score", "answer_key"]
+        return sum(generated), _rows(warehouse_uri, "evaluation_items", batch).sort("item_id").select(columns)
+
+    answered, first = scored("r-first")
+    assert answered == len(first) == 4 and first["answer_key"].null_count() == 0
+    answered, copy = scored("r-copy")  # published apart (another marker), the same bytes
+    assert answered == 0 and copy.equals(first)
+    answered, other = scored("r-changed")
+    assert answered == 4 and set(other["answer_key"]).isdisjoint(first["answer_key"])
 
 
 def test_cli_refuses_bad_requests_before_loading_anything(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -48,6 +48,7 @@ def _evaluation(batch: str, run_id: str, generation: int | None, category: str, 
             "output": "[]",
             "score": score,
             "error": None,
+            "answer_key": None,
         }
         for i, score in enumerate(scores)
     ]

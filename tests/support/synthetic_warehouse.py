@@ -286,6 +286,7 @@ def evaluation_rows(run_id: str, g: int) -> tuple[pl.DataFrame, pl.DataFrame]:
             "output": "[]",
             "score": [float(i < 3 + g + n) for n, _ in enumerate(categories) for i in range(10)],
             "error": None,
+            "answer_key": None,
         },
     )
     scores = items.group_by("category").agg(value=pl.col("score").mean(), n=pl.len().cast(pl.Int64)).sort("category")
