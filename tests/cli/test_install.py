@@ -6,11 +6,14 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tomllib
 import zipfile
 from pathlib import Path
 
 import pytest
+
+from genenv.warehouse.store import Warehouse
 
 REPO = Path(__file__).resolve().parents[2]
 LOCAL_ONLY = {".git", ".venv", "data", "build", ".ruff_cache", ".pytest_cache"}
@@ -37,8 +40,8 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, set[str]]:
-    """`pip wheel .` of a copy of the checkout: the copy, and the names in the wheel."""
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`pip wheel .` of a copy of the checkout (the copy stays beside the wheel, in `source`)."""
     root = tmp_path_factory.mktemp("wheel")
     source = root / "source"
     shutil.copytree(REPO, source, ignore=_not_sources)
@@ -48,8 +51,37 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, set[str]]:
         capture_output=True,
     )
     [built] = root.glob("genenv_coevolve-*.whl")
-    with zipfile.ZipFile(built) as archive:
-        return source, set(archive.namelist())
+    return built
+
+
+@pytest.fixture(scope="module")
+def fresh_venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A new venv where `pip install <wheel>[text-game]` ran offline (`--no-index`). The machine has no model hub
+    and the dependencies weigh gigabytes, so they are this venv's: its site-packages, without our own editable
+    install, joins the new venv's path through a .pth file, and pip resolves the wheel's requirements and its
+    extra against them (a requirement they lack fails the install)."""
+    root = tmp_path_factory.mktemp("fresh")
+    dependencies = root / "dependencies"
+    dependencies.mkdir()
+    for entry in Path(sysconfig.get_paths()["purelib"]).iterdir():
+        if not entry.name.startswith(("genenv", "__editable__")) and entry.suffix != ".pth":
+            (dependencies / entry.name).symlink_to(entry)
+    venv = root / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
+    site = subprocess.run(
+        [venv / "bin/python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    (Path(site) / "dependencies.pth").write_text(f"{dependencies}\n")
+    installed = subprocess.run(
+        [venv / "bin/python", "-m", "pip", "install", "--no-index", f"{wheel}[text-game]"],
+        capture_output=True,
+        text=True,
+    )
+    assert installed.returncode == 0, installed.stderr
+    return venv
 
 
 def _run(installed: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess:
@@ -92,10 +124,12 @@ def test_evolve_reads_a_config_outside_the_checkout(installed: Path, tmp_path: P
     assert "generations: must be >= 0" in refused.stderr, refused.stderr
 
 
-def test_the_wheel_holds_every_package_and_data_file_and_no_tests(wheel: tuple[Path, set[str]]) -> None:
+def test_the_wheel_holds_every_package_and_data_file_and_no_tests(wheel: Path) -> None:
     """Every folder with an __init__.py under a mapped folder, and every JSON data file there, found on disk: a new
     subpackage or data file ships without a list to update."""
-    source, names = wheel
+    source = wheel.parent / "source"
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
     mapped = tomllib.loads((source / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
     expected = set()
     for package, folder in mapped.items():
@@ -107,3 +141,48 @@ def test_the_wheel_holds_every_package_and_data_file_and_no_tests(wheel: tuple[P
     assert expected - names == set()
     assert {name.split("/")[0] for name in names} == {"genenv", "genenv_coevolve-0.1.0.dist-info"}
     assert not [name for name in names if {"tests", "bench"} & set(name.split("/"))]
+
+
+@pytest.mark.slow
+def test_the_installed_wheel_runs_a_generation_from_a_copy_of_the_demo_config(
+    fresh_venv: Path, tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    """What a user outside the checkout does: the `genenv` script of the venv the wheel went into, the demo config
+    copied to their folder, one generation after generation 0 (on the tiny model, at test sizes)."""
+    shutil.copy(REPO / "configs" / "demo.yaml", tmp_path / "demo.yaml")
+    sizes = {
+        "model": tiny_model_dir,
+        "generations": 1,
+        "data_dir": tmp_path / "data",
+        "precision": "float32",
+        "seeds_per_generation": 3,
+        "variations_per_seed": 2,
+        "rollouts_per_task": 2,
+        "pool_tasks_per_generation": 2,
+        "simulator_max_new_tokens": 24,
+        "agent_max_new_tokens": 12,
+        "warm_start_examples": 32,
+        "max_heldout": 4,
+    }
+    overrides = [part for name, value in sizes.items() for part in ("--set", f"{name}={value}")]
+    env = {**os.environ, "PREFECT_HOME": str(tmp_path / "prefect"), "PYTHONSAFEPATH": "1"}
+    env.pop("PREFECT_API_URL", None)
+    evolve = subprocess.run(
+        [fresh_venv / "bin" / "genenv", "evolve", "--config", "demo.yaml", *overrides],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert evolve.returncode == 0, evolve.stderr[-3000:]
+    where = subprocess.run(
+        [fresh_venv / "bin" / "python", "-c", "import genenv.flows.evolve as e, textworld; print(e.__file__)"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert where.stdout.startswith(str(fresh_venv)), where.stdout + where.stderr
+    warehouse = Warehouse(str(tmp_path / "data" / "warehouse"))
+    [run_id] = warehouse.read("runs")["run_id"].to_list()
+    assert warehouse.committed(run_id)["generation"].to_list() == [0, 1]
