@@ -21,8 +21,10 @@ its position, so k rollouts of one prompt differ and a repeated call repeats. Co
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import importlib.util
+import logging
 import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -45,6 +47,8 @@ INSTALL_HINT = (
 DEFAULT_CPU_KV_CACHE_GIB = 1
 """KV cache of the CPU engine when VLLM_CPU_KVCACHE_SPACE is unset: about 45k tokens of SmolLM2-135M, beside the
 trainer on a laptop. vLLM's own default reserves 90% of the machine's memory."""
+log = logging.getLogger("vllm.genenv")
+"""Under vLLM's logger, so our lines about the engine print beside its own."""
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.5
 """Share of the GPU the engine may take (weights + KV cache) when the trainer shares the GPU (docs/gpu.md)."""
 _LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)  # the max_lora_rank values vLLM 0.32 accepts
@@ -125,15 +129,21 @@ class VllmEngine:
             # A prompt prefilled in chunks rewinds its request's seeded generator, which vLLM's CPU build cannot do
             # ("CPU Generator does not use offset"); BFCL's prompts of long function lists reach that size.
             options |= {"enable_chunked_prefill": False, "max_num_batched_tokens": _context_length(settings.model)}
-        self.llm: LLM = LLM(
-            model=settings.model,
-            dtype=settings.dtype,
-            seed=0,  # unused: every request carries its own seed
-            # Sampling comes only from SamplingSettings: the checkpoint's generation_config (top_k, penalties) must
-            # not leak in, as TransformersBackend makes every knob explicit for the same reason.
-            generation_config="vllm",
-            **options,
-        )
+        dtype = settings.dtype
+        with without_checkpoint_cast_warnings(dtype) as cast:
+            self.llm: LLM = LLM(
+                model=settings.model,
+                dtype=dtype,
+                seed=0,  # unused: every request carries its own seed
+                # Sampling comes only from SamplingSettings: the checkpoint's generation_config (top_k, penalties)
+                # must not leak in, as TransformersBackend makes every knob explicit for the same reason.
+                generation_config="vllm",
+                **options,
+            )
+        if cast.dropped:
+            log.info(
+                "vLLM cast %d float32 tensors of the checkpoint to %s as it loaded them", cast.dropped, settings.dtype
+            )
         self._serving: tuple[str, int] | None = None  # (role, weights version) whose merged weights are loaded
         self._lora_ids: dict[tuple[str, int], int] = {}  # (adapter folder, weights version) -> LoRA id
         self._asleep = False
@@ -161,7 +171,9 @@ class VllmEngine:
         if self._serving == (role, version):
             return
         self.wake_up()
-        self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": merged_weights(policy, role)})
+        weights = merged_weights(policy, role, getattr(torch, self.settings.dtype))
+        with without_expected_reload_warnings(policy.model.get_base_model().config.tie_word_embeddings):
+            self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weights})
         # Cached KV blocks were computed with the previous weights.
         self.llm.reset_prefix_cache()
         self._serving = (role, version)
@@ -197,17 +209,69 @@ def _context_length(model: str) -> int:
     return AutoConfig.from_pretrained(model).max_position_embeddings
 
 
-def merged_weights(policy: PolicyPair, role: str) -> Iterator[tuple[str, torch.Tensor]]:
-    """Every base weight under its Hugging Face name, with `role`'s LoRA delta added where the adapter has one.
+def merged_weights(policy: PolicyPair, role: str, dtype: torch.dtype) -> Iterator[tuple[str, torch.Tensor]]:
+    """Every base weight under its Hugging Face name, with `role`'s LoRA delta added where the adapter has one, in
+    the engine's `dtype`.
 
     All of them, not only the LoRA targets: vLLM's in-place reload expects a whole checkpoint. A tied output
-    layer is left out, as a tied checkpoint leaves it out (bf16 storage unties it in memory, see PolicyPair)."""
+    layer is left out, as a tied checkpoint leaves it out (bf16 storage unties it in memory, see PolicyPair).
+    The trainer keeps norms, embeddings and adapted layers in fp32; cast here, they round as vLLM's copy would
+    round them, without its warning for each of those tensors on every push."""
     merged = {name: weight for name, _, weight in policy.merged_layers(role)}
     tied = policy.model.get_base_model().config.tie_word_embeddings
     for name, param in policy.model.named_parameters():
         hf_name = name.removeprefix("base_model.model.").replace(".base_layer.", ".")
         if ".lora_" not in name and not (tied and hf_name == "lm_head.weight"):
-            yield hf_name, merged.get(name, param.detach())
+            yield hf_name, merged.get(name, param.detach()).to(dtype)
+
+
+class _Expected(logging.Filter):
+    """Drops, and counts, the records of one vLLM logger that `expected` knows to be harmless."""
+
+    def __init__(self, expected: Callable[[logging.LogRecord], bool]) -> None:
+        super().__init__()
+        self.expected = expected
+        self.dropped = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self.expected(record):
+            self.dropped += 1
+            return False
+        return True
+
+
+@contextlib.contextmanager
+def _quiet(logger: str, expected: Callable[[logging.LogRecord], bool]) -> Iterator[_Expected]:
+    quiet = _Expected(expected)
+    logging.getLogger(logger).addFilter(quiet)
+    try:
+        yield quiet
+    finally:
+        logging.getLogger(logger).removeFilter(quiet)
+
+
+def without_expected_reload_warnings(tied: bool) -> contextlib.AbstractContextManager[_Expected]:
+    """vLLM's in-place reload warns "<layer>: Failed to load weights" for layers no pushed weight reaches: the rotary
+    embedding (its cache is computed, never stored) and a tied output layer (it is the input embedding, pushed under
+    that name). It keeps their tensors, which is right, so those two are dropped; any other layer still warns."""
+    layers = {"RotaryEmbedding", *(["ParallelLMHead"] if tied else [])}
+    return _quiet(
+        "vllm.model_executor.model_loader.reload.layerwise",
+        lambda record: record.msg == "%s: Failed to load weights" and bool(record.args) and record.args[0] in layers,
+    )
+
+
+def without_checkpoint_cast_warnings(dtype: str) -> contextlib.AbstractContextManager[_Expected]:
+    """vLLM warns once per tensor when it narrows a float32 checkpoint to the engine's `dtype` as it loads it (122
+    for the embedded SmolLM2 in bf16): that cast is what `dtype` asks for. The caller logs the count once instead;
+    any other mismatch still warns."""
+    return _quiet(
+        "vllm.model_executor.models.utils",
+        lambda record: (
+            str(record.msg).startswith("Attempted to load weight %s with dtype")
+            and record.args[1:] == (torch.float32, getattr(torch, dtype))
+        ),
+    )
 
 
 class VllmBackend:
