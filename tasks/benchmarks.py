@@ -176,7 +176,8 @@ def evaluate_benchmark(
 
 def model_fingerprint(target: Target) -> str:
     """What decides a greedy answer besides the prompt: the base model, precision and backend, and the adapter's
-    bytes (not its path: a fork's generation 0 holds its parent's adapter, a copy has the same bytes)."""
+    bytes (not its path: a fork's generation 0 holds its parent's adapter, a copy has the same bytes). The base
+    model is named by its spec, not hashed (gigabytes): files replaced under the same path are not noticed."""
     digest = adapter_digest(target.agent_checkpoint) if target.agent_checkpoint else None
     return json.dumps([target.model, target.precision, target.backend, digest])
 
