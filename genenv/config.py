@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import importlib.util
 import json
+import os
+import socket
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
@@ -185,6 +188,20 @@ class GenEnvConfig:
         "same results, less memory, more time (embedded model, 4 x 600 tokens: peak 2.3 GB instead of 3.3 GB, "
         "35% slower).",
     )
+    # --- where the compute runs (not part of the config hash: results are the same in-process or on a cluster) ---
+    ray_address: str = _f(
+        "",
+        "Ray cluster the stages that generate fan out to (docs/scale.md): empty runs them in this process; 'auto' "
+        "joins the cluster this machine belongs to (`ray start --head`), 'HOST:PORT' or 'ray://HOST:10001' a "
+        "remote one, 'local' starts a private one for the run. Needs the ray extra.",
+    )
+    rollout_workers: int = _f(
+        2,
+        "With ray_address: Ray actors that generate, each holding the base model; a call's conversations are split "
+        "among them in order and gathered back in order.",
+    )
+    worker_cpus: float = _f(1.0, "With ray_address: CPUs each rollout worker reserves (it runs that many threads).")
+    worker_gpus: float = _f(0.0, "With ray_address: GPUs each rollout worker reserves (a fraction shares one).")
 
     def __post_init__(self) -> None:
         hints = get_type_hints(type(self))
@@ -224,8 +241,13 @@ class GenEnvConfig:
             "simulator_minibatch_size",
             "episode_max_turns",
             "dynamic_sampling_draws",
+            "rollout_workers",
         ):
             need(getattr(self, name) >= 1, name, "must be >= 1")
+        need(self.worker_cpus > 0, "worker_cpus", "must be > 0")
+        need(self.worker_gpus >= 0, "worker_gpus", "must be >= 0")
+        if self.ray_address:
+            need(importlib.util.find_spec("ray") is not None, "ray_address", RAY_INSTALL_HINT)
         need(self.precision in ("float32", "bfloat16"), "precision", "must be float32 or bfloat16")
         need(all(self.lora_target_modules), "lora_targets", "must name modules, comma-separated, or all-linear")
         need(self.rollouts_per_task >= 2, "rollouts_per_task", "must be >= 2: GRPO learns from differences in a group")
@@ -315,7 +337,17 @@ class GenEnvConfig:
         return load_config(None, {k: str(v) for k, v in changes.items()}, base=self)
 
 
-_NOT_SHAPING = {"run_name", "data_dir", "warehouse_uri", "benchmarks_dir", "checkpoint_activations"}
+_NOT_SHAPING = {
+    "run_name",
+    "data_dir",
+    "warehouse_uri",
+    "benchmarks_dir",
+    "checkpoint_activations",
+    "ray_address",
+    "rollout_workers",
+    "worker_cpus",
+    "worker_gpus",
+}
 
 RESUMABLE_CHANGES = frozenset({"generations"})
 """Shaping fields a resumed run may change: asking for more generations extends it; nothing made so far differs."""
@@ -347,6 +379,37 @@ def check_local_paths(config: GenEnvConfig) -> None:
         tempfile.TemporaryFile(dir=data).close()
     except OSError as exc:
         raise ConfigError(f"data_dir: {config.data_dir!r} is not writable ({exc.strerror or exc})") from None
+    check_cluster(config)
+
+
+def check_cluster(config: GenEnvConfig) -> None:
+    """A `ray_address` that names a cluster must reach it before anything loads: its head's port answers."""
+    if config.ray_address in ("", "local"):
+        return
+    address = config.ray_address
+    if address == "auto":
+        address = os.environ.get("RAY_ADDRESS", "") or _current_ray_cluster()
+        if not address:
+            raise ConfigError(f"ray_address: no Ray cluster runs on this machine (got 'auto'); {RAY_START_HINT}")
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    try:
+        socket.create_connection((host or "127.0.0.1", int(port)), timeout=5).close()
+    except (OSError, ValueError) as exc:
+        raise ConfigError(
+            f"ray_address: cannot reach the Ray cluster at {address!r} ({exc}); {RAY_START_HINT}"
+        ) from None
+
+
+RAY_INSTALL_HINT = "needs Ray: pip install 'genenv-coevolve[ray]' (a checkout: make installs it)"
+RAY_START_HINT = (
+    "start one with `ray start --head --node-ip-address 127.0.0.1 --port 6379`, then ray_address: 127.0.0.1:6379"
+)
+
+
+def _current_ray_cluster() -> str:
+    """The address `ray start` leaves for 'auto' to find (Ray's own file), or ''."""
+    path = Path(tempfile.gettempdir()) / "ray" / "ray_current_cluster"
+    return path.read_text().strip() if path.is_file() else ""
 
 
 def _looks_local(model: str) -> bool:

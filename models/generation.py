@@ -128,8 +128,10 @@ class TransformersBackend:
         conversations: list[list[dict[str, str]]],
         sampling: SamplingSettings,
         progress: Callable[[int], None] | None = None,
+        first_row: int = 0,
     ) -> list[Completion]:
-        """Return one completion per conversation, in input order. `progress(n)` gets the rows each step ends."""
+        """Return one completion per conversation, in input order. `progress(n)` gets the rows each step ends.
+        `first_row`: the conversations are a call's rows from that one on (a shard), and sample as they would there."""
         tokenizer = self.policy.tokenizer
         prompts = [encode_prompt(tokenizer, conversation) for conversation in conversations]
         model = self.policy.model
@@ -142,7 +144,7 @@ class TransformersBackend:
                 torch.inference_mode(),
                 self.policy.autocast(),
             ):
-                generated = self._decode(prompts, sampling, progress)
+                generated = self._decode(prompts, sampling, progress, first_row)
         finally:
             model.train(was_training)
             return_freed_memory()
@@ -168,7 +170,11 @@ class TransformersBackend:
         return self.batch_size * (max(lengths, default=0) + max_new_tokens)
 
     def _decode(
-        self, prompts: list[list[int]], sampling: SamplingSettings, progress: Callable[[int], None] | None
+        self,
+        prompts: list[list[int]],
+        sampling: SamplingSettings,
+        progress: Callable[[int], None] | None,
+        first_row: int = 0,
     ) -> list[list[int]]:
         """Each prompt's generated tokens, up to and including a stop token or `max_new_tokens` of them."""
         if not prompts:
@@ -176,7 +182,7 @@ class TransformersBackend:
         cap = sampling.max_new_tokens
         queue = deque(i for batch in self.batches(prompts, cap) for i in batch)
         budget = self._budget([len(p) for p in prompts], cap)
-        generators = row_generators(sampling.seed, len(prompts), self.policy.device)
+        generators = row_generators(sampling.seed, len(prompts), self.policy.device, first_row)
         prefix = self._prefix(prompts)
         stops = stop_ids(self.policy)
         results: list[list[int]] = [[] for _ in prompts]
@@ -311,7 +317,8 @@ class TransformersBackend:
         return logits[:, -1]
 
 
-def row_generators(seed: int, rows: int, device: torch.device | str) -> list[torch.Generator]:
-    """One random stream per row of a call, from `seed`: a row draws the same tokens whatever its batch."""
-    seeds = torch.randint(2**62, (rows,), generator=torch.Generator().manual_seed(seed)).tolist()
-    return [torch.Generator(device=device).manual_seed(s) for s in seeds]
+def row_generators(seed: int, rows: int, device: torch.device | str, first_row: int = 0) -> list[torch.Generator]:
+    """One random stream per row of a call, from `seed`: a row draws the same tokens whatever its batch. Rows
+    `first_row`.. of the call get the streams they would get in the whole call (a worker answering one shard)."""
+    drawn = torch.randint(2**62, (first_row + rows,), generator=torch.Generator().manual_seed(seed))
+    return [torch.Generator(device=device).manual_seed(s) for s in drawn[first_row:].tolist()]

@@ -9,7 +9,8 @@ reuse half-trained weights.
 With `backend: vllm` the runtime also holds the run's one vLLM engine (models/vllm.py): started by the first stage
 that generates, told which adapters to serve at each stage, put to sleep while a stage trains (on a GPU), and shut
 down with the runtime. A version number, bumped whenever the in-memory adapters may change, tells the engine when
-its merged weights or LoRA ids are stale.
+its merged weights or LoRA ids are stale. With `ray_address` the stages generate on the run's Ray rollout workers
+instead (tasks/workers.py), which load the published adapters the same way.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from genenv.models.loading import resolve_base_model
 from genenv.models.policy import ROLES, LoraSettings, PolicyPair
 from genenv.tasks.context import GenerationRef
 from genenv.tasks.contract import Adapters
+from genenv.tasks.workers import RayBackend, RayWorkers, WorkerSettings
 from genenv.warehouse.checkpoints import checkpoint_uri, fetch_adapter, publish_adapter
 
 if TYPE_CHECKING:
@@ -45,6 +47,7 @@ class ModelRuntime:
         self._loaded_from: Checkpoints | None = None
         self._version = 0
         self._engine: VllmEngine | None = None
+        self._workers: RayWorkers | None = None
 
     def policy(
         self, config: GenEnvConfig, checkpoints: Checkpoints, references: Checkpoints = NO_CHECKPOINTS
@@ -70,6 +73,8 @@ class ModelRuntime:
     def backend(
         self, config: GenEnvConfig, checkpoints: Checkpoints, references: Checkpoints = NO_CHECKPOINTS
     ) -> GenerationBackend:
+        if config.ray_address:
+            return RayBackend(self._ray_workers(config), checkpoints, self._version)
         policy = self.policy(config, checkpoints, references)
         if config.backend != "vllm":
             return BACKENDS[config.backend](policy, batch_size=config.generation_batch_size)
@@ -92,6 +97,15 @@ class ModelRuntime:
             self._engine = VllmEngine(settings)
         return self._engine
 
+    def _ray_workers(self, config: GenEnvConfig) -> RayWorkers:
+        """The run's rollout workers, started on first use; new ones if a stage asks for other settings."""
+        if self._workers is not None and self._workers.settings != WorkerSettings.of(config):
+            self._workers.close()
+            self._workers = None
+        if self._workers is None:
+            self._workers = RayWorkers(config)
+        return self._workers
+
     def training(
         self, config: GenEnvConfig, checkpoints: Checkpoints, references: Checkpoints = NO_CHECKPOINTS
     ) -> PolicyPair:
@@ -109,7 +123,9 @@ class ModelRuntime:
     def release(self) -> None:
         if self._engine is not None:
             self._engine.close()
-        self._policy = self._identity = self._loaded_from = self._engine = None
+        if self._workers is not None:
+            self._workers.close()
+        self._policy = self._identity = self._loaded_from = self._engine = self._workers = None
         gc.collect()
 
 
