@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -65,3 +67,26 @@ def test_the_cli_refuses_a_missing_model_in_one_line_before_registering_a_run(tm
         "model is embedded:smollm2-135m-instruct)"
     ]
     assert not (Path(tmp_path) / "warehouse").exists()
+
+
+def test_a_ray_cluster_that_cannot_be_reached_is_refused_with_how_to_start_one(tmp_path):
+    with socket.socket() as probe:  # a loopback port nothing listens on once the probe closes
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    for address in (f"127.0.0.1:{port}", f"ray://127.0.0.1:{port}"):
+        config = GenEnvConfig(data_dir=str(tmp_path), ray_address=address)
+        with pytest.raises(ConfigError, match=f"ray_address: cannot reach the Ray cluster at '{address}'.*ray start"):
+            check_local_paths(config)
+    with pytest.raises(ConfigError, match="rollout_workers: must be >= 1"):
+        GenEnvConfig(ray_address="local", rollout_workers=0)
+    with listening() as port:
+        check_local_paths(GenEnvConfig(data_dir=str(tmp_path), ray_address=f"127.0.0.1:{port}"))
+
+
+@contextlib.contextmanager
+def listening():
+    """A loopback port that accepts connections, as a cluster head's does."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        yield server.getsockname()[1]
