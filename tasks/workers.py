@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from genenv.config import GenEnvConfig
+from genenv.faults import crash_point
 from genenv.models.generation import Completion, SamplingSettings, TransformersBackend
 from genenv.models.loading import resolve_base_model
 from genenv.models.policy import ROLES, LoraSettings, PolicyPair
@@ -89,7 +90,9 @@ class GenerationWorker:
             policy = PolicyPair.load(base, s.lora, adapters=adapters, seed=s.seed, precision=s.precision)
             self.backend = TransformersBackend(policy, s.batch_size)
             self.serving = (checkpoints, version)
-        return self.backend.generate(role, conversations, sampling, first_row=first_row)
+        answers = self.backend.generate(role, conversations, sampling, first_row=first_row)
+        crash_point("worker:answered")  # a worker dying with its shard's answers computed, not yet returned
+        return answers
 
 
 class RayWorkers:

@@ -1,5 +1,6 @@
 """Rollout workers on a real local Ray cluster (loopback, 2 CPUs): a run whose stages generate on 2 workers, 1 CPU
-each, commits what the same run commits in one process, greedy answers and sampled ones alike."""
+each, one of them killed with SIGKILL mid-stage, commits what the same run commits in one process, greedy answers
+and sampled ones alike."""
 
 from __future__ import annotations
 
@@ -21,11 +22,20 @@ ray = pytest.importorskip("ray", reason="the ray extra is not installed here (.v
 
 
 @pytest.fixture(scope="module")
-def ray_cluster():
-    """A Ray cluster of this test process on 127.0.0.1 (head and raylet), stopped with it: its GCS address."""
-    ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False)
+def ray_cluster(tmp_path_factory: pytest.TempPathFactory):
+    """A Ray cluster of this test process on 127.0.0.1 (head and raylet), stopped with it: (its GCS address, the
+    file the first worker to answer a shard creates as it kills itself; genenv/faults.py)."""
+    killed = tmp_path_factory.mktemp("faults") / "worker-killed"
+    crash = {"GENENV_CRASH_AT": "worker:answered", "GENENV_CRASH_MARKER": str(killed)}
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        _node_ip_address="127.0.0.1",
+        log_to_driver=False,
+        runtime_env={"env_vars": crash},  # the workers' environment only, not this process's
+    )
     try:
-        yield ray.get_runtime_context().gcs_address
+        yield ray.get_runtime_context().gcs_address, killed
     finally:
         ray.shutdown()
 
@@ -40,12 +50,13 @@ def test_shards_are_consecutive_and_sample_as_in_the_whole_call() -> None:
 
 
 @pytest.mark.slow
-def test_two_rollout_workers_commit_what_one_process_commits(
-    finished_run, ray_cluster: str, tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_two_rollout_workers_one_killed_commit_what_one_process_commits(
+    finished_run, ray_cluster: tuple[str, Path], tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _, reference_run, reference = finished_run
+    address, killed = ray_cluster
     config = small_config(tiny_model_dir, tmp_path).replace(
-        generations=1, ray_address=ray_cluster, rollout_workers=2, worker_cpus=1.0
+        generations=1, ray_address=address, rollout_workers=2, worker_cpus=1.0
     )
 
     def not_here(*args, **kwargs):
@@ -55,6 +66,7 @@ def test_two_rollout_workers_commit_what_one_process_commits(
     run_id = evolve(config.to_dict())
     warehouse = Warehouse(config.resolved_warehouse_uri)
     assert warehouse.committed(run_id)["generation"].to_list() == [0, 1]
+    assert killed.exists(), "no worker was killed: the restart and retry went untested"
     for table in GENERATION_TABLES:
         spread = warehouse.read(table, run_id=run_id)
         alone = reference.read(table, run_id=reference_run).filter(pl.col("generation") <= 1)
