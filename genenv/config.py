@@ -248,6 +248,12 @@ class GenEnvConfig:
         need(self.worker_gpus >= 0, "worker_gpus", "must be >= 0")
         if self.ray_address:
             need(importlib.util.find_spec("ray") is not None, "ray_address", RAY_INSTALL_HINT)
+            need(
+                self.backend == "transformers",
+                "ray_address",
+                "rollout workers generate with the transformers backend; vLLM engines on workers are not built yet "
+                "(docs/scale.md), so backend: vllm runs in-process only",
+            )
         need(self.precision in ("float32", "bfloat16"), "precision", "must be float32 or bfloat16")
         need(all(self.lora_target_modules), "lora_targets", "must name modules, comma-separated, or all-linear")
         need(self.rollouts_per_task >= 2, "rollouts_per_task", "must be >= 2: GRPO learns from differences in a group")

@@ -90,3 +90,8 @@ def listening():
         server.bind(("127.0.0.1", 0))
         server.listen()
         yield server.getsockname()[1]
+
+
+def test_rollout_workers_refuse_the_backend_they_do_not_run():
+    with pytest.raises(ConfigError, match="ray_address: rollout workers generate with the transformers backend"):
+        GenEnvConfig(ray_address="local", backend="vllm")
