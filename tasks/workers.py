@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from genenv.config import GenEnvConfig
+from genenv.config import ConfigError, GenEnvConfig
 from genenv.faults import crash_point
 from genenv.models.generation import Completion, SamplingSettings, TransformersBackend
 from genenv.models.loading import resolve_base_model
@@ -105,6 +105,7 @@ class RayWorkers:
         if not ray.is_initialized():
             ray.init(address=config.ray_address)
         self.settings = WorkerSettings.of(config)
+        check_room(self.settings, ray.cluster_resources())
         actor = ray.remote(
             num_cpus=self.settings.cpus,
             num_gpus=self.settings.gpus,
@@ -119,6 +120,16 @@ class RayWorkers:
         for actor in self.actors:
             ray.kill(actor)
         self.actors = []
+
+
+def check_room(settings: WorkerSettings, cluster: dict[str, float]) -> None:
+    """Refuse workers the whole cluster could never place: Ray would wait for them forever, without a word."""
+    cpus, gpus = settings.workers * settings.cpus, settings.workers * settings.gpus
+    if cpus > cluster.get("CPU", 0) or gpus > cluster.get("GPU", 0):
+        raise ConfigError(
+            f"rollout_workers: {settings.workers} workers need {cpus:g} CPUs and {gpus:g} GPUs (worker_cpus, "
+            f"worker_gpus); the Ray cluster has {cluster.get('CPU', 0):g} CPUs and {cluster.get('GPU', 0):g} GPUs"
+        )
 
 
 def shard_bounds(rows: int, shards: int) -> list[tuple[int, int]]:

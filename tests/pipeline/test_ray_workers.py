@@ -11,9 +11,10 @@ import pytest
 import torch
 from polars.testing import assert_frame_equal
 
+from genenv.config import ConfigError, GenEnvConfig
 from genenv.flows.evolve import evolve
 from genenv.models.generation import TransformersBackend, row_generators
-from genenv.tasks.workers import shard_bounds
+from genenv.tasks.workers import WorkerSettings, check_room, shard_bounds
 from genenv.warehouse.schemas import GENERATION_TABLES
 from genenv.warehouse.store import Warehouse
 from tests.pipeline.conftest import comparable, small_config
@@ -47,6 +48,13 @@ def test_shards_are_consecutive_and_sample_as_in_the_whole_call() -> None:
     assert torch.rand(1, generator=row_generators(7, 1, "cpu", first_row=4)[0]).item() == pytest.approx(
         torch.rand(1, generator=row_generators(7, 5, "cpu")[4]).item(), abs=0.0
     )
+
+
+def test_workers_the_cluster_could_never_place_are_refused(tiny_model_dir: Path) -> None:
+    settings = WorkerSettings.of(GenEnvConfig(model=str(tiny_model_dir), ray_address="local", rollout_workers=3))
+    with pytest.raises(ConfigError, match="rollout_workers: 3 workers need 3 CPUs and 0 GPUs .* has 2 CPUs and 0 GPUs"):
+        check_room(settings, {"CPU": 2.0})
+    check_room(settings, {"CPU": 3.0})
 
 
 @pytest.mark.slow
