@@ -1,4 +1,5 @@
-"""genenv stack up|down|status: the local Prefect stack, a server (SQLite) and a worker on the CPU pool.
+"""genenv stack up|down|status: the local Prefect stack, a server (SQLite) and a worker on the CPU pool, and with
+`--ray-port` a Ray head for `ray_address` (docs/scale.md).
 
 Both listen on 127.0.0.1 only, keep their state under <data_dir>/prefect (PREFECT_HOME) and run with analytics
 off. `up` also creates the two work pools and the `gpu` tag concurrency limit that prefect.yaml relies on, so
@@ -12,6 +13,7 @@ import argparse
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -32,6 +34,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--data-dir", default="data", help="PREFECT_HOME, logs and PID files go under DIR/prefect")
     parser.add_argument("--port", type=int, default=4200, help="server port on 127.0.0.1 (up only)")
     parser.add_argument("--gpu-slots", type=int, default=1, help="concurrent GPU-tagged stages (up only)")
+    parser.add_argument(
+        "--ray-port", type=int, help="also start a Ray head on 127.0.0.1:PORT, for ray_address (up only; needs ray)"
+    )
     parser.set_defaults(handler=run)
 
 
@@ -76,11 +81,11 @@ class Stack:
             alive = False
         return pid if alive else None
 
-    def start(self, name: str, args: list[str], env: dict[str, str]) -> int:
+    def start(self, name: str, args: list[str], env: dict[str, str], module: str = "prefect") -> int:
         self.folder.mkdir(parents=True, exist_ok=True)
         with open(self.folder / f"{name}.log", "ab") as log:
             process = subprocess.Popen(
-                [sys.executable, "-m", "prefect", *args],
+                [sys.executable, "-m", module, *args],
                 env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
@@ -188,7 +193,24 @@ def crash_in_flight(api_url: str) -> int:
     return len(runs)
 
 
-def up(stack: Stack, port: int, gpu_slots: int) -> None:
+def listening(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+    except OSError:
+        return False
+    return True
+
+
+def start_ray_head(stack: Stack, port: int, env: dict[str, str]) -> None:
+    """`ray start --head --block` in its own session, so `down` stops it and every process it started by its PID."""
+    head = ["start", "--head", "--block", "--node-ip-address", "127.0.0.1", "--port", str(port)]
+    head += ["--include-dashboard", "false", "--disable-usage-stats"]
+    stack.start("ray", head, env, module="ray.scripts.scripts")
+    (stack.folder / "ray_port").write_text(str(port))
+    _wait_for(lambda: listening(port), "the Ray head", 90, stack.folder / "ray.log")
+
+
+def up(stack: Stack, port: int, gpu_slots: int, ray_port: int | None = None) -> None:
     if stack.pid("server") is not None:
         raise RuntimeError(f"the stack is already up (port {stack.port}); run `genenv stack down` first")
     env = stack.env(port)
@@ -200,6 +222,8 @@ def up(stack: Stack, port: int, gpu_slots: int) -> None:
     configure(api, gpu_slots)
     stack.start("worker", ["worker", "start", "--pool", CPU_POOL, "--type", "process"], env)
     _wait_for(lambda: worker_online(api), "the worker", 90, stack.folder / "worker.log")
+    if ray_port is not None:
+        start_ray_head(stack, ray_port, env)
 
 
 def status(stack: Stack) -> dict[str, object]:
@@ -207,6 +231,7 @@ def status(stack: Stack) -> dict[str, object]:
     return {
         "server_pid": stack.pid("server"),
         "worker_pid": stack.pid("worker"),
+        "ray_pid": stack.pid("ray"),
         "api": stack.api_url(port) if port else None,
         "healthy": bool(port) and healthy(stack.api_url(port)),
         "prefect_home": str(stack.home),
@@ -217,20 +242,24 @@ def run(args: argparse.Namespace) -> int:
     stack = Stack(args.data_dir)
     if args.action == "up":
         try:
-            up(stack, args.port, args.gpu_slots)
+            up(stack, args.port, args.gpu_slots, args.ray_port)
         except RuntimeError as exc:
             print(f"genenv stack: {exc}", file=sys.stderr)
             return 1
         api = stack.api_url(args.port)
         print(f"Prefect UI: http://127.0.0.1:{args.port}  (API {api}, PREFECT_HOME {stack.home})")
         print(f"Worker on pool {CPU_POOL!r}; pools {CPU_POOL!r} and {GPU_POOL!r}, tag limit 'gpu'={args.gpu_slots}.")
+        if args.ray_port is not None:
+            address = f"127.0.0.1:{args.ray_port}"
+            print(f"Ray head on {address}: runs fan out to it with --set ray_address={address}")
         print("Register the deployments, then start one:")
         print(f"  export PREFECT_API_URL={api}")
         print("  prefect deploy --all")
         print("  prefect deployment run genenv-evolve/evolve-nightly")
         return 0
     if args.action == "down":
-        stopped = ["worker"] if stack.stop("worker") else []
+        stopped = ["ray head"] if stack.stop("ray") else []
+        stopped += ["worker"] if stack.stop("worker") else []
         port = stack.port
         crashed = crash_in_flight(stack.api_url(port)) if port and healthy(stack.api_url(port)) else 0
         stopped += ["server"] if stack.stop("server") else []

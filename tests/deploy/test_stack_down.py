@@ -15,6 +15,7 @@ from prefect.client.orchestration import get_client
 from prefect.settings import PREFECT_API_URL, temporary_settings
 from prefect.states import Running
 
+from genenv.config import ConfigError, GenEnvConfig, check_local_paths
 from genenv.environment import prepare_environment
 
 pytestmark = pytest.mark.slow
@@ -55,3 +56,26 @@ def test_stack_down_marks_runs_in_flight_crashed(tmp_path: Path, monkeypatch: py
         assert state.is_crashed() and "genenv stack down" in state.message
     finally:
         _genenv("stack", "down", *stack, env=env)
+
+
+def test_stack_up_starts_a_ray_head_that_down_stops(tmp_path: Path) -> None:
+    """`--ray-port`: a Ray head on loopback that a run's ray_address reaches, stopped by `down` with all it started."""
+    ports = []
+    for _ in range(2):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            ports.append(probe.getsockname()[1])
+    port, ray_port = ports
+    env = {**os.environ, "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+    stack = ["--data-dir", str(tmp_path)]
+    address = f"127.0.0.1:{ray_port}"
+    try:
+        out = _genenv("stack", "up", *stack, "--port", str(port), "--ray-port", str(ray_port), env=env)
+        assert f"--set ray_address={address}" in out
+        check_local_paths(GenEnvConfig(data_dir=str(tmp_path), ray_address=address))
+        head = int((tmp_path / "prefect" / "stack" / "ray.pid").read_text())
+        assert f"ray_pid: {head}" in _genenv("stack", "status", *stack, env=env)
+    finally:
+        assert "ray head" in _genenv("stack", "down", *stack, env=env)
+    with pytest.raises(ConfigError, match="cannot reach the Ray cluster"):
+        check_local_paths(GenEnvConfig(data_dir=str(tmp_path), ray_address=address))
