@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
+from genenv.models.data_parallel import added_across_ranks, my_rows, rank_and_world
 from genenv.models.memory import return_freed_memory
 from genenv.models.policy import PolicyPair
 
@@ -113,18 +114,23 @@ def grpo_update(
                 progress(1)
         return records
     records: list[dict] = []
+    rank, world = rank_and_world()  # data parallel (models/data_parallel.py): this rank's rows, all ranks' gradients
     with policy.training(role, lr) as (optimizer, params):
-        rows = _rows(policy, role, samples, advantages, live, kl_coef != 0.0, micro_batch_size, set(plan[0]))
+        mine = my_rows(live, rank, world)
+        rows = _rows(policy, role, samples, advantages, mine, kl_coef != 0.0, micro_batch_size, set(plan[0]))
+        live_rows = set(live)
         for step, minibatch in enumerate(plan):
             trained = [rows[i] for i in minibatch if i in rows]
-            if trained:
+            if live_rows.intersection(minibatch):
                 # dapo: the minibatch's completion tokens, trained or skipped, normalise its loss
                 tokens = sum(samples[i].learned_tokens for i in minibatch)
                 started = time.perf_counter()
                 optimizer.zero_grad(set_to_none=True)
-                sums: dict[str, float] = defaultdict(float)
+                # Every rank sums the same statistics, those of rows it did not compute at 0, to add them up.
+                sums: dict[str, float] = defaultdict(float, dict.fromkeys(_STATS + (("kl",) if kl_coef else ()), 0.0))
                 lengths = [_length(r.sample) for r in trained]
-                for indices in policy.micro_batches([r.sample.prompt_ids for r in trained], lengths, micro_batch_size):
+                prompts = [r.sample.prompt_ids for r in trained]
+                for indices in policy.micro_batches(prompts, lengths, micro_batch_size) if trained else []:
                     micro_batch = [trained[i] for i in indices]
                     # Micro-batches of other lengths leave the C heap fragmented: handing its free pages back first
                     # keeps the stage's peak near one micro-batch's activations (the demo: 2.9 -> 2.6 GB, ~0.5 s).
@@ -133,6 +139,7 @@ def grpo_update(
                     (loss / tokens).backward()
                     for key, value in stats.items():
                         sums[key] += value
+                sums = defaultdict(float, added_across_ranks(params, sums))
                 grad_norm = torch.nn.utils.clip_grad_norm_(params, max_grad_norm).item()
                 optimizer.step()
                 computed = sums["tokens"]
@@ -156,6 +163,10 @@ def grpo_update(
             if progress is not None:
                 progress(1)
     return records
+
+
+_STATS = ("loss", "tokens", "clipped", "entropy", "approx_kl")
+"""The token statistics `_micro_batch_loss` sums (and "kl" with a KL term)."""
 
 
 def _minibatches(n_rows: int, size: int, epochs: int, seed: int) -> list[list[int]]:
@@ -195,6 +206,8 @@ def _rows(
 def _logprobs(policy: PolicyPair, samples: Sequence[GroupSample], micro_batch_size: int) -> list[torch.Tensor]:
     """Each sample's completion-token log-probs under the current forward path, without gradient."""
     out: list[torch.Tensor] = [torch.empty(0)] * len(samples)
+    if not samples:  # a data-parallel rank may own none of the rows
+        return out
     with torch.no_grad():
         lengths = [_length(s) for s in samples]
         for indices in policy.micro_batches([s.prompt_ids for s in samples], lengths, micro_batch_size):
