@@ -18,13 +18,12 @@ from __future__ import annotations
 import os
 import time
 
-import ray
 import torch
 from agent_prompts import agent_prompts, rollout_arguments  # bench/ is the script's folder
 
 from genenv.config import GenEnvConfig
 from genenv.models.generation import SamplingSettings, TransformersBackend
-from genenv.tasks.workers import RayBackend, RayWorkers
+from genenv.tasks.workers import RayBackend, RayWorkers, WorkerSettings, keep_loopback
 
 
 def main() -> None:
@@ -33,19 +32,23 @@ def main() -> None:
     conversations = [task for task in tasks for _ in range(args.k)]
     sampling = SamplingSettings(max_new_tokens=48, temperature=0.7, top_p=0.9, seed=0)
     cpus = os.cpu_count() or 2
+    keep_loopback("local")  # before ray is imported: the script's cluster stays on 127.0.0.1
+    import ray
+
     # Both pools stay up between rounds but only one computes at a time: Ray counts each pool's CPUs apart.
-    ray.init(num_cpus=2 * cpus, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False)
+    ray.init(num_cpus=2 * cpus, include_dashboard=False, log_to_driver=False)
     paths = {"in-process": TransformersBackend(policy, args.batch_size)}
-    for workers in (1, 2):
+    for count in (1, 2):
         config = GenEnvConfig(
             data_dir=str(args.models.parent),
             precision=args.precision,
             generation_batch_size=args.batch_size,
             ray_address="local",
-            rollout_workers=workers,
-            worker_cpus=cpus / workers,
+            rollout_workers=count,
+            worker_cpus=cpus / count,
         )
-        paths[f"{workers} worker{'s' if workers > 1 else ''}"] = RayBackend(RayWorkers(config), (None, None), 0)
+        workers = RayWorkers(WorkerSettings.of(config, config.placement))
+        paths[f"{count} worker{'s' if count > 1 else ''}"] = RayBackend(workers, (None, None), 0)
     answers = {name: backend.generate("agent", conversations, sampling) for name, backend in paths.items()}
     seconds: dict[str, list[float]] = {name: [] for name in paths}
     for _ in range(args.rounds):

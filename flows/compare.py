@@ -231,7 +231,9 @@ def compare(
     if from_run is not None:
         check_shared_run(warehouse, from_run, sharing)
 
-    with model_runtime():  # one set of models for every arm and every evaluation, released at the end
+    with model_runtime(
+        plans[0].config.placement
+    ):  # one set of models for every arm and evaluation, released at the end
         runs: dict[str, str] = {}
         shared = from_run
         for plan in training:

@@ -50,7 +50,7 @@ def evolve(
         run_tags = [f"run:{settings.run_name}", f"arm:{arm_of(settings)}", f"domain:{settings.domain}"]
         name_flow_run(run_id, run_tags)
         done = set(Warehouse(warehouse_uri).committed(run_id)["generation"].to_list())
-        with model_runtime(), tags(*run_tags):  # the generation flow runs carry the run's tags too
+        with model_runtime(settings.placement), tags(*run_tags):  # the generation flow runs carry the run's tags too
             for generation in range(settings.generations + 1):
                 if generation not in done:
                     run_generation(warehouse_uri, run_id, generation)

@@ -31,6 +31,17 @@ SIMULATOR_UPDATES = ("grpo", "rwr")
 """How the simulator learns from its rewards (tasks/simulator_update.py)."""
 
 
+@dataclass(frozen=True)
+class Placement:
+    """Where a run's generation computes (the config's ray_address, rollout_workers, worker_cpus, worker_gpus): the
+    invoking command's choice, not the stored config's, since it changes where results are made, not what they are."""
+
+    ray_address: str = ""
+    rollout_workers: int = 2
+    worker_cpus: float = 1.0
+    worker_gpus: float = 0.0
+
+
 def _f(default: Any, help: str, **kwargs: Any) -> Any:
     return field(default=default, metadata={"help": help, **kwargs})
 
@@ -216,7 +227,7 @@ class GenEnvConfig:
 
     def _check(self) -> None:
         from genenv.curriculum.rewards import GENERATOR_REWARDS
-        from genenv.domains.base import DOMAINS, DomainUnavailable
+        from genenv.domains.base import DOMAINS, DomainUnavailable, MultiTurnDomain
 
         def need(ok: bool, name: str, why: str) -> None:
             if not ok:
@@ -247,7 +258,6 @@ class GenEnvConfig:
         need(self.worker_cpus > 0, "worker_cpus", "must be > 0")
         need(self.worker_gpus >= 0, "worker_gpus", "must be >= 0")
         if self.ray_address:
-            need(importlib.util.find_spec("ray") is not None, "ray_address", RAY_INSTALL_HINT)
             need(
                 self.backend == "transformers",
                 "ray_address",
@@ -303,9 +313,15 @@ class GenEnvConfig:
         )
         need(self.domain in DOMAINS, "domain", f"must be one of {DOMAINS.names()}{DOMAINS.how_to_add}")
         try:
-            DOMAINS.get(self.domain)(self)
+            domain = DOMAINS.get(self.domain)(self)
         except DomainUnavailable as missing:
             need(False, "domain", str(missing))
+        need(
+            not (self.ray_address and isinstance(domain, MultiTurnDomain)),
+            "ray_address",
+            f"rollout workers answer in one turn; {self.domain} is played turn by turn, in the flow's process only "
+            "(docs/scale.md)",
+        )
         from genenv.models.generation import BACKENDS
 
         need(self.backend in BACKENDS, "backend", f"must be one of {BACKENDS.names()}")
@@ -321,6 +337,10 @@ class GenEnvConfig:
     @property
     def resolved_warehouse_uri(self) -> str:
         return self.warehouse_uri or str(Path(self.data_dir) / "warehouse")
+
+    @property
+    def placement(self) -> Placement:
+        return Placement(self.ray_address, self.rollout_workers, self.worker_cpus, self.worker_gpus)
 
     @property
     def lora_target_modules(self) -> tuple[str, ...]:
@@ -389,8 +409,13 @@ def check_local_paths(config: GenEnvConfig) -> None:
 
 
 def check_cluster(config: GenEnvConfig) -> None:
-    """A `ray_address` that names a cluster must reach it before anything loads: its head's port answers."""
-    if config.ray_address in ("", "local"):
+    """A `ray_address` needs Ray installed here, and when it names a cluster, its head's port must answer, before
+    anything loads (not on every config: a stored config names the cluster of the machine that ran it)."""
+    if not config.ray_address:
+        return
+    if importlib.util.find_spec("ray") is None:
+        raise ConfigError(f"ray_address: {RAY_INSTALL_HINT} (got {config.ray_address!r})")
+    if config.ray_address == "local":
         return
     address = config.ray_address
     if address == "auto":

@@ -28,11 +28,12 @@ def added_across_ranks(params: Iterable[torch.nn.Parameter], stats: dict[str, fl
     """Add every rank's gradients (a rank that computed no row adds zeros) and token statistics into each rank."""
     if rank_and_world()[1] == 1:
         return dict(stats)
+    params = list(params)
     for param in params:
         if param.grad is None:
             param.grad = torch.zeros_like(param)
         dist.all_reduce(param.grad)
-    names = sorted(stats)
-    values = torch.tensor([stats[name] for name in names], dtype=torch.float64)
+    names = sorted(stats)  # on the gradients' device: NCCL reduces only GPU tensors
+    values = torch.tensor([stats[name] for name in names], dtype=torch.float64, device=params[0].device)
     dist.all_reduce(values)
     return dict(zip(names, values.tolist(), strict=True))

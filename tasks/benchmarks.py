@@ -188,9 +188,11 @@ def answer_key(fingerprint: str, item: Item, max_new_tokens: int) -> str:
 
 
 def stored_answers(warehouse: Warehouse, benchmark: str, keys: set[str]) -> dict[str, str]:
-    """Outputs already in the warehouse under any of `keys`, from any run: answer_key -> output."""
+    """Outputs already in the warehouse under any of `keys`, from any run: answer_key -> output, the earliest
+    batch's where a key has several (bf16 can round one model's answer differently in another batch)."""
     rows = warehouse.read("evaluation_items", benchmark=benchmark).filter(pl.col("answer_key").is_in(list(keys)))
-    return dict(rows.unique("answer_key", keep="first").select("answer_key", "output").iter_rows())
+    earliest = rows.sort("answer_key", "eval_id").unique("answer_key", keep="first", maintain_order=True)
+    return dict(earliest.select("answer_key", "output").iter_rows())
 
 
 def evaluation_rows(target: Target, prefix: str, results: list[ItemResult]) -> tuple[list[dict], list[dict]]:

@@ -23,7 +23,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from genenv.config import GenEnvConfig
+from genenv.config import GenEnvConfig, Placement
 from genenv.models.generation import BACKENDS, GenerationBackend
 from genenv.models.loading import resolve_base_model
 from genenv.models.policy import ROLES, LoraSettings, PolicyPair
@@ -41,7 +41,9 @@ NO_CHECKPOINTS: Checkpoints = (None, None)
 
 
 class ModelRuntime:
-    def __init__(self) -> None:
+    def __init__(self, placement: Placement | None = None) -> None:
+        self.placement = placement
+        """Where generation computes, from the command that opened the runtime; None: each stage's config says."""
         self._policy: PolicyPair | None = None
         self._identity: tuple[str, LoraSettings, int, str, Checkpoints] | None = None
         self._loaded_from: Checkpoints | None = None
@@ -73,8 +75,9 @@ class ModelRuntime:
     def backend(
         self, config: GenEnvConfig, checkpoints: Checkpoints, references: Checkpoints = NO_CHECKPOINTS
     ) -> GenerationBackend:
-        if config.ray_address:
-            return RayBackend(self._ray_workers(config), checkpoints, self._version)
+        placement = self.placement or config.placement
+        if placement.ray_address:
+            return RayBackend(self._ray_workers(WorkerSettings.of(config, placement)), checkpoints, self._version)
         policy = self.policy(config, checkpoints, references)
         if config.backend != "vllm":
             return BACKENDS[config.backend](policy, batch_size=config.generation_batch_size)
@@ -97,13 +100,14 @@ class ModelRuntime:
             self._engine = VllmEngine(settings)
         return self._engine
 
-    def _ray_workers(self, config: GenEnvConfig) -> RayWorkers:
-        """The run's rollout workers, started on first use; new ones if a stage asks for other settings."""
-        if self._workers is not None and self._workers.settings != WorkerSettings.of(config):
+    def _ray_workers(self, settings: WorkerSettings) -> RayWorkers:
+        """The run's rollout workers, started on first use; new ones if a stage asks for other settings, or if one
+        died past its restarts (a retry of the failed stage then runs on new workers)."""
+        if self._workers is not None and (self._workers.settings != settings or self._workers.broken):
             self._workers.close()
             self._workers = None
         if self._workers is None:
-            self._workers = RayWorkers(config)
+            self._workers = RayWorkers(settings)
         return self._workers
 
     def training(
@@ -139,13 +143,14 @@ _CURRENT: ContextVar[ModelRuntime | None] = ContextVar("genenv_model_runtime", d
 
 
 @contextmanager
-def model_runtime() -> Iterator[ModelRuntime]:
-    """The flow's models: a new runtime, released on exit, unless an enclosing flow already holds one."""
+def model_runtime(placement: Placement | None = None) -> Iterator[ModelRuntime]:
+    """The flow's models: a new runtime, released on exit, unless an enclosing flow already holds one. `placement`:
+    the invoking command's (a resumed run's stored config holds where it ran before, not where it runs now)."""
     outer = _CURRENT.get()
     if outer is not None:
         yield outer
         return
-    runtime = ModelRuntime()
+    runtime = ModelRuntime(placement)
     token = _CURRENT.set(runtime)
     try:
         yield runtime

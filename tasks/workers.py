@@ -1,26 +1,29 @@
 """Rollout workers on a Ray cluster (`ray_address`): the stages that generate split each call's conversations among
-Ray actors that each hold the base model, in order, and gather the answers back in order.
+Ray actors that each hold the model, in order, and gather the answers back in order.
 
 Ray actors driven from inside the stage, not prefect-ray's task runner: a stage is one Prefect task with one output
 and one resume check (tasks/contract.py), and a task runner would make each shard a Prefect task of its own, with
 its own state to resume, while the shards of one call are nothing but one batch cut in pieces.
 
-Each worker loads the base model once and a role's adapters from their published folders (the warehouse root, a
-folder or S3), again only when the runtime's weights version moves, as the vLLM engine's LoRA mode does. A shard
-samples with the random streams its rows have in the whole call (`first_row`), so the answers are the in-process
-ones: greedy always, sampled ones for the same seed whatever the number of workers (in float32; bfloat16 rounds a
-different batch differently, as in-process batching does). A worker that dies mid-call is restarted by Ray and its
-shard answered again (`max_restarts`, `max_task_retries`), so a stage sees neither a gap nor a duplicate.
+Each worker loads the policy (base model and both adapters, from their published folders: the warehouse root, a
+folder or S3) on its first call, and again whenever the adapters or the runtime's weights version move, as the vLLM
+engine's LoRA mode does. A shard samples with the random streams its rows have in the whole call (`first_row`), so
+the answers are the in-process ones: greedy always, sampled ones for the same seed whatever the number of workers
+(in float32; bfloat16 rounds a different batch differently, as in-process batching does). A worker that dies
+mid-call is restarted by Ray and its shard answered again (`RETRIES`), so a stage sees neither a gap nor a
+duplicate; past that, the stage fails, the runtime drops the workers, and a retry of the stage starts new ones.
 """
 
 from __future__ import annotations
 
+import gc
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from genenv.config import ConfigError, GenEnvConfig
+from genenv.config import ConfigError, GenEnvConfig, Placement
 from genenv.faults import crash_point
 from genenv.models.generation import Completion, SamplingSettings, TransformersBackend
 from genenv.models.loading import resolve_base_model
@@ -29,7 +32,9 @@ from genenv.warehouse.checkpoints import fetch_adapter
 
 Checkpoints = tuple[str | None, str | None]
 RETRIES = 3
-"""Restarts of a dead worker, and answers of a shard it held, before the stage fails (and Prefect retries it)."""
+"""Restarts of a dead worker, and answers of a shard it held, before the stage fails."""
+START_SECONDS = 600.0
+"""How long new workers may take to be placed and started before the stage says why it cannot go on."""
 
 
 @dataclass(frozen=True)
@@ -43,25 +48,23 @@ class WorkerSettings:
     precision: str
     batch_size: int
     cache_dir: str
-    workers: int
-    cpus: float
-    gpus: float
+    placement: Placement
 
     @classmethod
-    def of(cls, config: GenEnvConfig) -> WorkerSettings:
+    def of(cls, config: GenEnvConfig, placement: Placement) -> WorkerSettings:
+        """Paths made absolute here: a worker's working folder is Ray's, not the flow's."""
         lora = LoraSettings(r=config.lora_r, alpha=config.lora_alpha, target_modules=config.lora_target_modules)
-        cache = str(Path(config.data_dir).resolve() / "cache" / "checkpoints")
+        local = Path(config.model).expanduser()
+        model = str(local.resolve()) if local.exists() else config.model
         return cls(
-            config.model,
+            model,
             str(Path(config.models_dir).resolve()),
             lora,
             config.seed,
             config.precision,
             config.generation_batch_size,
-            cache,
-            config.rollout_workers,
-            config.worker_cpus,
-            config.worker_gpus,
+            str(Path(config.data_dir).resolve() / "cache" / "checkpoints"),
+            placement,
         )
 
 
@@ -73,6 +76,9 @@ class GenerationWorker:
         self.serving: tuple[Checkpoints, int] | None = None
         self.backend: TransformersBackend | None = None
 
+    def ready(self) -> bool:
+        return True
+
     def generate(
         self,
         role: str,
@@ -83,6 +89,8 @@ class GenerationWorker:
         first_row: int,
     ) -> list[Completion]:
         if self.backend is None or self.serving != (checkpoints, version):
+            self.backend = self.serving = None
+            gc.collect()  # the old policy goes before the new one loads, not after
             s = self.settings
             cache = Path(s.cache_dir)
             adapters = {r: fetch_adapter(c, cache) if c else None for r, c in zip(ROLES, checkpoints, strict=True)}
@@ -96,23 +104,36 @@ class GenerationWorker:
 
 
 class RayWorkers:
-    """The run's rollout workers, started on first use (joining `ray_address`, or the Ray session this process
-    already holds) and killed with the runtime."""
+    """The run's rollout workers: connected to `ray_address` (or to the Ray session this process already holds),
+    started, and waited for until each is placed; killed with the runtime, the connection closed if it was ours."""
 
-    def __init__(self, config: GenEnvConfig) -> None:
+    def __init__(self, settings: WorkerSettings) -> None:
+        placement = settings.placement
+        keep_loopback(placement.ray_address)
         import ray
 
-        if not ray.is_initialized():
-            ray.init(address=config.ray_address)
-        self.settings = WorkerSettings.of(config)
-        check_room(self.settings, ray.cluster_resources())
+        self.connected = not ray.is_initialized()
+        if self.connected:
+            ray.init(address=placement.ray_address)
+        self.settings = settings
+        self.broken = False
+        check_room(placement, ray.cluster_resources())
         actor = ray.remote(
-            num_cpus=self.settings.cpus,
-            num_gpus=self.settings.gpus,
+            num_cpus=placement.worker_cpus,
+            num_gpus=placement.worker_gpus,
             max_restarts=RETRIES,
             max_task_retries=RETRIES,
         )(GenerationWorker)
-        self.actors = [actor.remote(self.settings) for _ in range(self.settings.workers)]
+        self.actors = [actor.remote(settings) for _ in range(placement.rollout_workers)]
+        try:
+            ray.get([a.ready.remote() for a in self.actors], timeout=START_SECONDS)
+        except ray.exceptions.GetTimeoutError:
+            self.close()
+            raise ConfigError(
+                f"rollout_workers: {placement.rollout_workers} workers of {placement.worker_cpus:g} CPUs and "
+                f"{placement.worker_gpus:g} GPUs were not placed within {START_SECONDS:g} s: the Ray cluster at "
+                f"{placement.ray_address!r} has {ray.available_resources()} free"
+            ) from None
 
     def close(self) -> None:
         import ray
@@ -120,14 +141,30 @@ class RayWorkers:
         for actor in self.actors:
             ray.kill(actor)
         self.actors = []
+        if self.connected:
+            ray.shutdown()
 
 
-def check_room(settings: WorkerSettings, cluster: dict[str, float]) -> None:
+SINGLE_MACHINE = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+"""Ray's switch for clusters of one machine: set to 0, Ray keeps 127.0.0.1 as it is. Read when ray is first imported."""
+
+
+def keep_loopback(address: str) -> None:
+    """Before Ray is imported: a cluster on this machine's loopback ('local', 127.0.0.1, localhost) stays there. On
+    Linux Ray rewrites a loopback address to the machine's network address before it connects or binds, where a head
+    started on 127.0.0.1 (`genenv stack up --ray-port`, the tests) does not listen."""
+    host = address.removeprefix("ray://").rpartition(":")[0]
+    if address == "local" or host in ("127.0.0.1", "localhost"):
+        os.environ.setdefault(SINGLE_MACHINE, "0")
+
+
+def check_room(placement: Placement, cluster: dict[str, float]) -> None:
     """Refuse workers the whole cluster could never place: Ray would wait for them forever, without a word."""
-    cpus, gpus = settings.workers * settings.cpus, settings.workers * settings.gpus
+    cpus = placement.rollout_workers * placement.worker_cpus
+    gpus = placement.rollout_workers * placement.worker_gpus
     if cpus > cluster.get("CPU", 0) or gpus > cluster.get("GPU", 0):
         raise ConfigError(
-            f"rollout_workers: {settings.workers} workers need {cpus:g} CPUs and {gpus:g} GPUs (worker_cpus, "
+            f"rollout_workers: {placement.rollout_workers} workers need {cpus:g} CPUs and {gpus:g} GPUs (worker_cpus, "
             f"worker_gpus); the Ray cluster has {cluster.get('CPU', 0):g} CPUs and {cluster.get('GPU', 0):g} GPUs"
         )
 
@@ -154,7 +191,8 @@ class RayBackend:
         sampling: SamplingSettings,
         progress: Callable[[int], None] | None = None,
     ) -> list[Completion]:
-        """One completion per conversation, in input order; `progress(n)` gets each shard's rows as it returns."""
+        """One completion per conversation, in input order; `progress(n)` gets each shard's rows as it returns. A
+        worker dead past its restarts marks the workers broken, for the runtime to replace, and fails the call."""
         import ray
 
         actors = self.workers.actors
@@ -164,10 +202,14 @@ class RayBackend:
             for actor, (a, b) in zip(actors[: len(shards)], shards, strict=True)
         }
         answers: list[Completion | None] = [None] * len(conversations)
-        while pending:
-            [done], _ = ray.wait(list(pending), num_returns=1)
-            a, b = pending.pop(done)
-            answers[a:b] = ray.get(done)
-            if progress is not None:
-                progress(b - a)
+        try:
+            while pending:
+                [done], _ = ray.wait(list(pending), num_returns=1)
+                a, b = pending.pop(done)
+                answers[a:b] = ray.get(done)
+                if progress is not None:
+                    progress(b - a)
+        except ray.exceptions.RayActorError:
+            self.workers.broken = True
+            raise
         return answers  # type: ignore[return-value]

@@ -9,6 +9,10 @@ import pytest
 
 from tests.support.tiny_model import build_tiny_model
 
+# Ray clusters of the tests live on 127.0.0.1, which Ray on Linux rewrites to the machine's network address unless
+# told the cluster is one machine (tasks/workers.py: keep_loopback); set before any test imports ray.
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+
 
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:

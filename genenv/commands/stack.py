@@ -10,6 +10,7 @@ process groups (a flow run the worker started goes with it) by the PIDs recorded
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import signal
@@ -203,11 +204,16 @@ def listening(port: int) -> bool:
 
 def start_ray_head(stack: Stack, port: int, env: dict[str, str]) -> None:
     """`ray start --head --block` in its own session, so `down` stops it and every process it started by its PID."""
+    if importlib.util.find_spec("ray") is None:
+        raise RuntimeError("--ray-port needs Ray: pip install 'genenv-coevolve[ray]' (a checkout: make installs it)")
     head = ["start", "--head", "--block", "--node-ip-address", "127.0.0.1", "--port", str(port)]
     head += ["--include-dashboard", "false", "--disable-usage-stats"]
-    stack.start("ray", head, env, module="ray.scripts.scripts")
+    # Ray's switch for one-machine clusters keeps the head on 127.0.0.1 (tasks/workers.py: keep_loopback). Token
+    # authentication is off: only this machine reaches a loopback head, and a run's process would need the token.
+    loopback = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "disabled"}
+    stack.start("ray", head, {**env, **loopback}, module="ray.scripts.scripts")
     (stack.folder / "ray_port").write_text(str(port))
-    _wait_for(lambda: listening(port), "the Ray head", 90, stack.folder / "ray.log")
+    _wait_for(lambda: stack.pid("ray") is not None and listening(port), "the Ray head", 90, stack.folder / "ray.log")
 
 
 def up(stack: Stack, port: int, gpu_slots: int, ray_port: int | None = None) -> None:
@@ -232,6 +238,7 @@ def status(stack: Stack) -> dict[str, object]:
         "server_pid": stack.pid("server"),
         "worker_pid": stack.pid("worker"),
         "ray_pid": stack.pid("ray"),
+        "ray_address": f"127.0.0.1:{(stack.folder / 'ray_port').read_text()}" if stack.pid("ray") else None,
         "api": stack.api_url(port) if port else None,
         "healthy": bool(port) and healthy(stack.api_url(port)),
         "prefect_home": str(stack.home),

@@ -81,6 +81,7 @@ def fresh_venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
         text=True,
     )
     assert installed.returncode == 0, installed.stderr
+    assert "does not provide the extra" not in installed.stderr, installed.stderr  # pip only warns about a wrong one
     return venv
 
 

@@ -74,7 +74,8 @@ def test_stack_up_starts_a_ray_head_that_down_stops(tmp_path: Path) -> None:
         assert f"--set ray_address={address}" in out
         check_local_paths(GenEnvConfig(data_dir=str(tmp_path), ray_address=address))
         head = int((tmp_path / "prefect" / "stack" / "ray.pid").read_text())
-        assert f"ray_pid: {head}" in _genenv("stack", "status", *stack, env=env)
+        status = _genenv("stack", "status", *stack, env=env)
+        assert f"ray_pid: {head}" in status and f"ray_address: {address}" in status
     finally:
         assert "ray head" in _genenv("stack", "down", *stack, env=env)
     with pytest.raises(ConfigError, match="cannot reach the Ray cluster"):

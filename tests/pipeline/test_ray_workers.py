@@ -1,9 +1,15 @@
-"""Rollout workers on a real local Ray cluster (loopback, 2 CPUs): a run whose stages generate on 2 workers, 1 CPU
-each, one of them killed with SIGKILL mid-stage, commits what the same run commits in one process, greedy answers
-and sampled ones alike."""
+"""Rollout workers on a real local Ray cluster (a head on 127.0.0.1 with 2 CPUs, started and stopped by its process
+id): a run made in-process up to generation 0 and resumed on 2 workers of 1 CPU each, one of them killed with
+SIGKILL mid-stage, commits what the same run commits in one process, greedy answers and sampled ones alike."""
 
 from __future__ import annotations
 
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import polars as pl
@@ -11,10 +17,10 @@ import pytest
 import torch
 from polars.testing import assert_frame_equal
 
-from genenv.config import ConfigError, GenEnvConfig
+from genenv.config import ConfigError, Placement
 from genenv.flows.evolve import evolve
 from genenv.models.generation import TransformersBackend, row_generators
-from genenv.tasks.workers import WorkerSettings, check_room, shard_bounds
+from genenv.tasks.workers import check_room, shard_bounds
 from genenv.warehouse.schemas import GENERATION_TABLES
 from genenv.warehouse.store import Warehouse
 from tests.pipeline.conftest import comparable, small_config
@@ -23,22 +29,33 @@ ray = pytest.importorskip("ray", reason="the ray extra is not installed here (.v
 
 
 @pytest.fixture(scope="module")
-def ray_cluster(tmp_path_factory: pytest.TempPathFactory):
-    """A Ray cluster of this test process on 127.0.0.1 (head and raylet), stopped with it: (its GCS address, the
-    file the first worker to answer a shard creates as it kills itself; genenv/faults.py)."""
+def ray_head(tmp_path_factory: pytest.TempPathFactory):
+    """`ray start --head --block` in its own session on a free loopback port: (its address, the file the first
+    worker to answer a shard creates as it kills itself; genenv/faults.py). The head's environment is its workers'."""
     killed = tmp_path_factory.mktemp("faults") / "worker-killed"
-    crash = {"GENENV_CRASH_AT": "worker:answered", "GENENV_CRASH_MARKER": str(killed)}
-    ray.init(
-        num_cpus=2,
-        include_dashboard=False,
-        _node_ip_address="127.0.0.1",
-        log_to_driver=False,
-        runtime_env={"env_vars": crash},  # the workers' environment only, not this process's
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "GENENV_CRASH_AT": "worker:answered", "GENENV_CRASH_MARKER": str(killed)}
+    env["RAY_AUTH_MODE"] = "disabled"  # as `genenv stack up --ray-port` starts a loopback head
+    head = ["start", "--head", "--block", "--node-ip-address", "127.0.0.1", "--port", str(port), "--num-cpus", "2"]
+    head += ["--include-dashboard", "false", "--disable-usage-stats"]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ray.scripts.scripts", *head],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
     try:
-        yield ray.get_runtime_context().gcs_address, killed
+        deadline = time.monotonic() + 120
+        while socket.socket().connect_ex(("127.0.0.1", port)) != 0:
+            assert process.poll() is None and time.monotonic() < deadline, "the Ray head did not start"
+            time.sleep(0.5)
+        yield f"127.0.0.1:{port}", killed
     finally:
-        ray.shutdown()
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=60)
 
 
 def test_shards_are_consecutive_and_sample_as_in_the_whole_call() -> None:
@@ -50,28 +67,29 @@ def test_shards_are_consecutive_and_sample_as_in_the_whole_call() -> None:
     )
 
 
-def test_workers_the_cluster_could_never_place_are_refused(tiny_model_dir: Path) -> None:
-    settings = WorkerSettings.of(GenEnvConfig(model=str(tiny_model_dir), ray_address="local", rollout_workers=3))
+def test_workers_the_cluster_could_never_place_are_refused() -> None:
+    placement = Placement(ray_address="local", rollout_workers=3, worker_cpus=1.0)
     with pytest.raises(ConfigError, match="rollout_workers: 3 workers need 3 CPUs and 0 GPUs .* has 2 CPUs and 0 GPUs"):
-        check_room(settings, {"CPU": 2.0})
-    check_room(settings, {"CPU": 3.0})
+        check_room(placement, {"CPU": 2.0})
+    check_room(placement, {"CPU": 3.0})
 
 
 @pytest.mark.slow
-def test_two_rollout_workers_one_killed_commit_what_one_process_commits(
-    finished_run, ray_cluster: tuple[str, Path], tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_a_run_resumed_on_two_workers_one_killed_commits_what_one_process_commits(
+    finished_run, ray_head: tuple[str, Path], tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _, reference_run, reference = finished_run
-    address, killed = ray_cluster
-    config = small_config(tiny_model_dir, tmp_path).replace(
-        generations=1, ray_address=address, rollout_workers=2, worker_cpus=1.0
-    )
+    address, killed = ray_head
+    config = small_config(tiny_model_dir, tmp_path).replace(generations=0)
+    run_id = evolve(config.to_dict())  # generation 0 in this process
 
     def not_here(*args, **kwargs):
         raise AssertionError("the flow's process generated: with ray_address only the workers may")
 
     monkeypatch.setattr(TransformersBackend, "generate", not_here)  # this process's class, not the workers'
-    run_id = evolve(config.to_dict())
+    cluster = {"generations": 1, "ray_address": address, "rollout_workers": 2, "worker_cpus": 1.0}
+    assert evolve(run_id=run_id, overrides={"data_dir": str(tmp_path), **cluster}) == run_id
+    assert not ray.is_initialized(), "the runtime closes the connection it opened"
     warehouse = Warehouse(config.resolved_warehouse_uri)
     assert warehouse.committed(run_id)["generation"].to_list() == [0, 1]
     assert killed.exists(), "no worker was killed: the restart and retry went untested"
