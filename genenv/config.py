@@ -422,13 +422,19 @@ def check_cluster(config: GenEnvConfig) -> None:
         address = os.environ.get("RAY_ADDRESS", "") or _current_ray_cluster()
         if not address:
             raise ConfigError(f"ray_address: no Ray cluster runs on this machine (got 'auto'); {RAY_START_HINT}")
-    host, _, port = address.removeprefix("ray://").rpartition(":")
+    host, port = ray_host_port(address)
     try:
         socket.create_connection((host or "127.0.0.1", int(port)), timeout=5).close()
     except (OSError, ValueError) as exc:
         raise ConfigError(
             f"ray_address: cannot reach the Ray cluster at {address!r} ({exc}); {RAY_START_HINT}"
         ) from None
+
+
+def ray_host_port(address: str) -> tuple[str, str]:
+    """('HOST', 'PORT') of 'HOST:PORT' or 'ray://HOST:PORT'."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    return host, port
 
 
 RAY_INSTALL_HINT = "needs Ray: pip install 'genenv-coevolve[ray]' (a checkout: make installs it)"

@@ -52,6 +52,10 @@ class LoraSettings:
     dropout: float = 0.0
     target_modules: tuple[str, ...] = tuple(GenEnvConfig.lora_targets.split(","))
 
+    @classmethod
+    def of(cls, config: GenEnvConfig) -> LoraSettings:
+        return cls(r=config.lora_r, alpha=config.lora_alpha, target_modules=config.lora_target_modules)
+
     def peft_config(self) -> LoraConfig:
         targets = "all-linear" if self.target_modules == ("all-linear",) else list(self.target_modules)
         return LoraConfig(

@@ -29,8 +29,8 @@ from genenv.models.loading import resolve_base_model
 from genenv.models.policy import ROLES, LoraSettings, PolicyPair
 from genenv.tasks.context import GenerationRef
 from genenv.tasks.contract import Adapters
-from genenv.tasks.workers import RayBackend, RayWorkers, WorkerSettings
-from genenv.warehouse.checkpoints import checkpoint_uri, fetch_adapter, publish_adapter
+from genenv.tasks.workers import RayBackend, RayWorkers, WorkerSettings, adapter_cache, local_adapters
+from genenv.warehouse.checkpoints import checkpoint_uri, publish_adapter
 
 if TYPE_CHECKING:
     from genenv.models.vllm import VllmEngine
@@ -56,7 +56,7 @@ class ModelRuntime:
     ) -> PolicyPair:
         """The pair with `checkpoints` as adapters and `references` as each role's frozen KL reference."""
         base = resolve_base_model(config.model, config.models_dir)
-        lora = LoraSettings(r=config.lora_r, alpha=config.lora_alpha, target_modules=config.lora_target_modules)
+        lora = LoraSettings.of(config)
         identity = (str(base), lora, config.seed, config.precision, references)
         if self._policy is None or self._identity != identity or self._loaded_from != checkpoints:
             self._policy = PolicyPair.load(
@@ -134,9 +134,7 @@ class ModelRuntime:
 
 
 def _local(config: GenEnvConfig, folders: Checkpoints) -> dict[str, Path | None]:
-    """Each role's adapter as a local folder (a download cached under the data folder when it is remote)."""
-    cache = Path(config.data_dir).resolve() / "cache" / "checkpoints"
-    return {role: fetch_adapter(c, cache) if c else None for role, c in zip(ROLES, folders, strict=True)}
+    return local_adapters(folders, adapter_cache(config))
 
 
 _CURRENT: ContextVar[ModelRuntime | None] = ContextVar("genenv_model_runtime", default=None)

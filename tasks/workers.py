@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from genenv.config import ConfigError, GenEnvConfig, Placement
+from genenv.config import ConfigError, GenEnvConfig, Placement, ray_host_port
 from genenv.faults import crash_point
 from genenv.models.generation import Completion, SamplingSettings, TransformersBackend
 from genenv.models.loading import resolve_base_model
@@ -53,19 +53,28 @@ class WorkerSettings:
     @classmethod
     def of(cls, config: GenEnvConfig, placement: Placement) -> WorkerSettings:
         """Paths made absolute here: a worker's working folder is Ray's, not the flow's."""
-        lora = LoraSettings(r=config.lora_r, alpha=config.lora_alpha, target_modules=config.lora_target_modules)
         local = Path(config.model).expanduser()
         model = str(local.resolve()) if local.exists() else config.model
         return cls(
             model,
             str(Path(config.models_dir).resolve()),
-            lora,
+            LoraSettings.of(config),
             config.seed,
             config.precision,
             config.generation_batch_size,
-            str(Path(config.data_dir).resolve() / "cache" / "checkpoints"),
+            str(adapter_cache(config)),
             placement,
         )
+
+
+def adapter_cache(config: GenEnvConfig) -> Path:
+    """Where remote adapters are downloaded to, under the data folder."""
+    return Path(config.data_dir).resolve() / "cache" / "checkpoints"
+
+
+def local_adapters(folders: Checkpoints, cache: Path) -> dict[str, Path | None]:
+    """Each role's adapter as a local folder (a download cached under `cache` when it is remote); None: fresh."""
+    return {role: fetch_adapter(c, cache) if c else None for role, c in zip(ROLES, folders, strict=True)}
 
 
 class GenerationWorker:
@@ -92,8 +101,7 @@ class GenerationWorker:
             self.backend = self.serving = None
             gc.collect()  # the old policy goes before the new one loads, not after
             s = self.settings
-            cache = Path(s.cache_dir)
-            adapters = {r: fetch_adapter(c, cache) if c else None for r, c in zip(ROLES, checkpoints, strict=True)}
+            adapters = local_adapters(checkpoints, Path(s.cache_dir))
             base = resolve_base_model(s.model, Path(s.models_dir))
             policy = PolicyPair.load(base, s.lora, adapters=adapters, seed=s.seed, precision=s.precision)
             self.backend = TransformersBackend(policy, s.batch_size)
@@ -153,8 +161,7 @@ def keep_loopback(address: str) -> None:
     """Before Ray is imported: a cluster on this machine's loopback ('local', 127.0.0.1, localhost) stays there. On
     Linux Ray rewrites a loopback address to the machine's network address before it connects or binds, where a head
     started on 127.0.0.1 (`genenv stack up --ray-port`, the tests) does not listen."""
-    host = address.removeprefix("ray://").rpartition(":")[0]
-    if address == "local" or host in ("127.0.0.1", "localhost"):
+    if address == "local" or ray_host_port(address)[0] in ("127.0.0.1", "localhost"):
         os.environ.setdefault(SINGLE_MACHINE, "0")
 
 
