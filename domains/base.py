@@ -200,7 +200,7 @@ class AbstainingDomain(Domain, Protocol):
 
 
 DOMAINS: Registry[Callable[[GenEnvConfig], Domain]] = Registry(
-    "domain", group="genenv.domains", guide="README.md, 'Your own domain'"
+    "domain", group="genenv.domains", guide="docs/domains.md"
 )
 """Domain factories (taking the run's config) by name: every entry point in the group `genenv.domains` of an
 installed package, the built-ins included (pyproject.toml), so a package adds a domain without an edit here."""

@@ -78,7 +78,7 @@ def test_the_config_names_the_registered_domains_and_how_to_add_one():
         GenEnvConfig(domain="chess")
     assert str(error.value) == (
         f"domain: must be one of {declared}; a new domain registers under the entry-point group genenv.domains "
-        "(README.md, 'Your own domain') (got 'chess')"
+        "(docs/domains.md) (got 'chess')"
     )
 
 
