@@ -23,7 +23,8 @@ from agent_prompts import agent_prompts, rollout_arguments  # bench/ is the scri
 from transformers import TemperatureLogitsWarper, TopPLogitsWarper
 
 from genenv.models.decoding import DecodingRows
-from genenv.models.generation import SamplingSettings, TransformersBackend
+from genenv.models.sampling import SamplingSettings
+from genenv.models.transformers_backend import TransformersBackend
 
 
 class WholeBatches(TransformersBackend):

@@ -30,12 +30,13 @@ from pathlib import Path
 
 import torch
 
+from genenv.evaluation.benchmark_registry import select_items
 from genenv.evaluation.bfcl import Bfcl
-from genenv.evaluation.registry import select_items
 from genenv.evaluation.runner import ItemResult
-from genenv.models.generation import GenerationBackend, SamplingSettings, TransformersBackend, encode_prompt
 from genenv.models.loading import EMBEDDED_MODEL
 from genenv.models.policy import shared_prefix_length
+from genenv.models.sampling import GenerationBackend, SamplingSettings, encode_prompt
+from genenv.models.transformers_backend import TransformersBackend
 from genenv.tasks.benchmarks import Target, evaluation_rows, resolve_target, scoring_backend
 from genenv.tasks.runtime import model_runtime
 from genenv.warehouse.store import Warehouse

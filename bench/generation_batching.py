@@ -30,10 +30,11 @@ from pathlib import Path
 
 import torch
 
-from genenv.models.generation import Completion, SamplingSettings, TransformersBackend, encode_prompt
 from genenv.models.loading import EMBEDDED_MODEL, resolve_base_model
 from genenv.models.onednn_linears import PackedLinear, base_linears, onednn_supports
 from genenv.models.policy import LoraSettings, PolicyPair
+from genenv.models.sampling import Completion, SamplingSettings, encode_prompt
+from genenv.models.transformers_backend import TransformersBackend
 
 QUESTIONS = [
     "What is the capital of France?",

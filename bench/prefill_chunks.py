@@ -22,9 +22,10 @@ from pathlib import Path
 import torch
 from rss import measured  # bench/ is the script's folder
 
-from genenv.models.generation import SamplingSettings, TransformersBackend
 from genenv.models.loading import EMBEDDED_MODEL, resolve_base_model
 from genenv.models.policy import LoraSettings, PolicyPair
+from genenv.models.sampling import SamplingSettings
+from genenv.models.transformers_backend import TransformersBackend
 
 
 def main() -> None:

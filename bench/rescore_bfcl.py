@@ -14,8 +14,8 @@ import argparse
 from collections import defaultdict
 
 from genenv.domains.tool_call.checker import check
+from genenv.evaluation.benchmark_registry import get_benchmark
 from genenv.evaluation.bootstrap import Interval, bootstrap_mean, paired_difference
-from genenv.evaluation.registry import get_benchmark
 from genenv.warehouse.store import Warehouse
 
 

@@ -14,9 +14,10 @@ from pathlib import Path
 import polars as pl
 
 from genenv.domains.base import get_domain
-from genenv.models.generation import BACKENDS, SamplingSettings
+from genenv.models.backends import BACKENDS
 from genenv.models.loading import resolve_base_model
 from genenv.models.policy import LoraSettings, PolicyPair
+from genenv.models.sampling import SamplingSettings
 from genenv.tasks.context import task_from_row
 from genenv.warehouse.store import Warehouse
 

@@ -22,7 +22,8 @@ import torch
 from agent_prompts import agent_prompts, rollout_arguments  # bench/ is the script's folder
 
 from genenv.config import GenEnvConfig
-from genenv.models.generation import SamplingSettings, TransformersBackend
+from genenv.models.sampling import SamplingSettings
+from genenv.models.transformers_backend import TransformersBackend
 from genenv.tasks.workers import RayBackend, RayWorkers, WorkerSettings, keep_loopback
 
 

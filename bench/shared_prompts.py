@@ -19,8 +19,9 @@ import time
 import torch
 from agent_prompts import agent_prompts, rollout_arguments  # bench/ is the script's folder
 
-from genenv.models.generation import SamplingSettings, TransformersBackend, padded
 from genenv.models.kv_cache import DecodingCache
+from genenv.models.sampling import SamplingSettings
+from genenv.models.transformers_backend import TransformersBackend, padded
 
 
 class EveryRowPrefilled(TransformersBackend):

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import torch
 
-from genenv.models.generation import BACKENDS, Completion, SamplingSettings
+from genenv.models.backends import BACKENDS
 from genenv.models.loading import EMBEDDED_MODEL, resolve_base_model
 from genenv.models.policy import LoraSettings, PolicyPair
+from genenv.models.sampling import Completion, SamplingSettings
 
 PROMPTS = 64
 SAMPLING = SamplingSettings(max_new_tokens=128, temperature=0)
@@ -55,11 +56,10 @@ def main() -> None:
         backend = BACKENDS["transformers"](policy, batch_size=PROMPTS)
         started_s = 0.0
     else:
-        os.environ["GENENV_VLLM_ADAPTERS"] = mode
         from genenv.models.vllm import EngineSettings, VllmEngine
 
         started = time.perf_counter()
-        engine = VllmEngine(EngineSettings.resolve(base, "bfloat16", 8))
+        engine = VllmEngine(EngineSettings(str(base), "bfloat16", adapters=mode, lora_rank=8))
         started_s = time.perf_counter() - started
         adapters = {"agent": adapter_dir / "agent", "simulator": None}
         backend = BACKENDS["vllm"](policy, batch_size=PROMPTS, engine=engine, adapters=adapters, version=1)

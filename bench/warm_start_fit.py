@@ -20,10 +20,11 @@ from genenv.config import GenEnvConfig
 from genenv.curriculum.pools import is_heldout
 from genenv.domains.base import Candidate, TaskInstance, ValidationContext, get_domain
 from genenv.evaluation.bootstrap import bootstrap_mean
-from genenv.models.generation import SamplingSettings, TransformersBackend
 from genenv.models.loading import EMBEDDED_MODEL, resolve_base_model
 from genenv.models.policy import LoraSettings, PolicyPair
 from genenv.models.rwr import encode_example, weighted_sft
+from genenv.models.sampling import SamplingSettings
+from genenv.models.transformers_backend import TransformersBackend
 
 
 def split_seeds(domain, fraction: float) -> tuple[list[TaskInstance], list[TaskInstance]]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from genenv.curriculum.rewards import GENERATOR_REWARDS, CurriculumParams, in_band, rwr_weights, success_rate
+from genenv.curriculum.generator_rewards import GENERATOR_REWARDS, CurriculumParams, in_band, rwr_weights, success_rate
 
 
 @dataclass(frozen=True)

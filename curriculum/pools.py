@@ -27,6 +27,17 @@ def generation_rng(seed: int, generation: int, purpose: str) -> random.Random:
     return random.Random(f"{seed}/{generation}/{purpose}")
 
 
+def sampling_seed(run_seed: int, generation: int, role: str) -> int:
+    """The seed of a generation's sampled calls of `role` (the simulator writing, the agent's rollouts): the
+    formulas every stored run was made with, so resumed and re-run generations draw the same tokens."""
+    return run_seed * 100_003 + generation + {"simulator": 0, "agent": 7}[role]
+
+
+def update_seed(run_seed: int, generation: int) -> int:
+    """The seed of a generation's updates (minibatch order, dropout) for both roles."""
+    return run_seed + generation
+
+
 def draw(items: Sequence[T], count: int, rng: random.Random) -> list[T]:
     """Sample without replacement, or everything (shuffled) when asked for more than there is."""
     return rng.sample(list(items), min(count, len(items)))

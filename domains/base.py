@@ -87,7 +87,7 @@ class DifficultyWords:
 
 
 def difficulty_hint(success_rate: float | None, alpha: float, k_min: float, words: DifficultyWords) -> str:
-    """The α-Curriculum band (PAPER.md, Eqs. 2-3) in the simulator's prompt: harder above alpha + k_min, easier
+    """The α-Curriculum band (the GenEnv paper, Eqs. 2-3) in the simulator's prompt: harder above alpha + k_min, easier
     below alpha - k_min, the same inside; steers the simulator towards the agent's zone of proximal development."""
     if success_rate is None:
         return f"The agent's current success rate on {words.tasks} like this is unknown. Keep a similar difficulty."

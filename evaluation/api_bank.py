@@ -17,8 +17,8 @@ from typing import Any
 
 from genenv.benchmark_data import folder_file, missing_folder_set
 from genenv.domains.tool_call.calls import Call, ParseError, format_value, parse_calls
-from genenv.evaluation import loaders, prompts
-from genenv.evaluation.registry import Item, ItemScore, register_benchmark
+from genenv.evaluation import benchmark_prompts, loaders
+from genenv.evaluation.benchmark_registry import Item, ItemScore, register_benchmark
 
 CATEGORY = "level-1"
 _API_CALL = re.compile(r"\[(\w+)\((.*)\)\]")
@@ -69,7 +69,7 @@ class ApiBank:
     def load(self, data_dir: Path | None, limit: int | None = None) -> list[Item]:
         items = []
         for index, row in enumerate(loaders.api_bank_level1(data_dir, limit)):
-            messages = prompts.api_bank_messages(row["instruction"], row["input"])
+            messages = benchmark_prompts.api_bank_messages(row["instruction"], row["input"])
             items.append(Item(f"level-1-{index}", CATEGORY, messages, row["expected_output"]))
         return items
 

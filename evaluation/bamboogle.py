@@ -10,8 +10,8 @@ from pathlib import Path
 
 from genenv.benchmark_data import folder_file, missing_folder_set
 from genenv.domains.scoring import normalize_answer, token_f1
-from genenv.evaluation import loaders, prompts
-from genenv.evaluation.registry import Item, ItemScore, register_benchmark
+from genenv.evaluation import benchmark_prompts, loaders
+from genenv.evaluation.benchmark_registry import Item, ItemScore, register_benchmark
 
 CATEGORY = "test"
 _ANSWER_PREFIX = re.compile(r"^\s*(final\s+)?answer\s*:\s*", re.IGNORECASE)
@@ -41,7 +41,7 @@ class Bamboogle:
     def load(self, data_dir: Path | None, limit: int | None = None) -> list[Item]:
         rows = loaders.bamboogle(data_dir, limit)
         return [
-            Item(str(row["id"]), CATEGORY, prompts.bamboogle_messages(row["question"]), row["golden_answers"])
+            Item(str(row["id"]), CATEGORY, benchmark_prompts.bamboogle_messages(row["question"]), row["golden_answers"])
             for row in rows
         ]
 

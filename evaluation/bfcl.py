@@ -12,7 +12,7 @@ from genenv.benchmark_data import INSTALL_BFCL, bfcl_dir
 from genenv.domains.tool_call.checker import check
 from genenv.domains.tool_call.prompts import agent_messages
 from genenv.evaluation import loaders
-from genenv.evaluation.registry import Item, ItemScore, register_benchmark
+from genenv.evaluation.benchmark_registry import Item, ItemScore, register_benchmark
 
 CATEGORIES = ("simple_python", "multiple", "parallel", "irrelevance")
 

@@ -21,8 +21,8 @@ import polars as pl
 
 from genenv.arms import BASE as BASE_ROLE
 from genenv.arms import TRAIN as TRAIN_ROLE
+from genenv.evaluation.benchmark_registry import SAMPLE_RULE, SAMPLE_SEED, format_item_sizes
 from genenv.evaluation.bootstrap import CONFIDENCE, METHOD, pooled_paired_difference
-from genenv.evaluation.registry import SAMPLE_RULE, SAMPLE_SEED, format_item_sizes
 from genenv.warehouse.query import query
 from genenv.warehouse.store import Warehouse
 

@@ -6,9 +6,9 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from genenv.evaluation.benchmark_registry import DEFAULT_BENCHMARKS, Benchmark, Item
 from genenv.evaluation.bootstrap import bootstrap_mean
-from genenv.evaluation.registry import DEFAULT_BENCHMARKS, Benchmark, Item
-from genenv.models.generation import GenerationBackend, SamplingSettings
+from genenv.models.sampling import GenerationBackend, SamplingSettings
 
 ROLE = "agent"
 __all__ = ["DEFAULT_BENCHMARKS", "ItemResult", "Summary", "run_benchmark", "scored", "summarise"]

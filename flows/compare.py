@@ -23,16 +23,17 @@ from prefect import flow, get_run_logger, tags
 from genenv.arms import BASE, GENERATION_ZERO, TRAIN, ArmPlan, generation_zero_differences, plan_arms
 from genenv.config import ConfigError, GenEnvConfig, config_from_dict, load_config, resume_differences
 from genenv.errors import RerunError
-from genenv.evaluation.registry import format_item_sizes
+from genenv.evaluation.benchmark_registry import format_item_sizes
 from genenv.evaluation.report import Comparison, Pair, Scored, comparison_report, shown_path
 from genenv.flows.evaluate import benchmarks_to_score, evaluate
 from genenv.flows.evolve import evolve
 from genenv.flows.generation import run_generation
 from genenv.flows.parameters import ConfigOverrides, override_values
+from genenv.flows.validation import validate
 from genenv.tasks.benchmarks import earlier_evaluation
 from genenv.tasks.fork import copy_snapshot
 from genenv.tasks.options import stage
-from genenv.tasks.runs import new_run_id, register_run
+from genenv.tasks.run_records import new_run_id, register_run
 from genenv.tasks.runtime import model_runtime
 from genenv.warehouse.checkpoints import adapter_exists
 from genenv.warehouse.store import Warehouse
@@ -48,7 +49,7 @@ def fork_generation_zero(warehouse_uri: str, parent_run_id: str, config: dict, r
     """
     warehouse = Warehouse(warehouse_uri)
     settings = config_from_dict(config)
-    parent = warehouse.run(parent_run_id)
+    parent = warehouse.run_config(parent_run_id)  # a missing parent fails here, before anything is written
     snapshot = warehouse.committed(parent_run_id).filter(pl.col("generation") == 0)
     if snapshot.is_empty():
         raise RerunError(f"run {parent_run_id} has no committed generation 0 to fork from")
@@ -57,7 +58,7 @@ def fork_generation_zero(warehouse_uri: str, parent_run_id: str, config: dict, r
         folder = row[f"{role}_checkpoint"]
         if not adapter_exists(folder):
             raise RerunError(f"the {role} checkpoint of {parent_run_id} generation 0 is missing: {folder}")
-    differences = generation_zero_differences(config_from_dict(json.loads(parent["config_json"])), settings)
+    differences = generation_zero_differences(parent, settings)
     if differences:
         raise ConfigError(f"cannot share generation 0 of {parent_run_id}: the fork changes {differences}")
     if warehouse.read("runs", run_id=run_id).is_empty():
@@ -156,7 +157,7 @@ def check_shared_run(warehouse: Warehouse, run_id: str, sharing: list[ArmPlan]) 
         raise ConfigError(f"from_run: no run {run_id!r} in the warehouse at {warehouse.root_uri}")
     if warehouse.committed(run_id).filter(pl.col("generation") == 0).is_empty():
         raise ConfigError(f"from_run: run {run_id} has no committed generation 0 to share")
-    stored = config_from_dict(json.loads(warehouse.run(run_id)["config_json"]))
+    stored = warehouse.run_config(run_id)
     for plan in sharing:
         differences = generation_zero_differences(stored, plan.config)
         if differences:
@@ -174,8 +175,8 @@ def continued_run(warehouse: Warehouse, shared: str, config: GenEnvConfig) -> st
     )
     same = [
         run_id
-        for run_id, stored in runs.sort("created_at").select("run_id", "config_json").iter_rows()
-        if not resume_differences(config_from_dict(json.loads(stored)), config)
+        for run_id in runs.sort("created_at")["run_id"]
+        if not resume_differences(warehouse.run_config(run_id), config)
     ]
     return same[0] if same else None
 
@@ -223,6 +224,8 @@ def compare(
     """
     overrides = override_values(overrides)
     plans = plan_arms(arms, config_file, overrides, seeds)
+    for plan in plans:
+        validate(plan.config)
     names = benchmarks_to_score(benchmarks, benchmarks_dir, items)
     training = [plan for plan in plans if plan.role == TRAIN]
     sharing = [plan for plan in plans if plan.role != BASE]

@@ -10,7 +10,7 @@ import uuid
 from prefect import flow, get_run_logger
 
 from genenv.config import ConfigError
-from genenv.evaluation.registry import check_item_sizes, present_benchmarks
+from genenv.evaluation.benchmark_registry import check_item_sizes, present_benchmarks
 from genenv.evaluation.runner import DEFAULT_BENCHMARKS
 from genenv.models.loading import EMBEDDED_MODEL
 from genenv.tasks.benchmarks import evaluate_benchmark, resolve_target

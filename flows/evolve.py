@@ -10,7 +10,8 @@ from genenv.arms import arm_of
 from genenv.config import check_local_paths, config_from_dict, load_config
 from genenv.flows.generation import run_generation
 from genenv.flows.parameters import ConfigOverrides, override_values
-from genenv.tasks.runs import flow_run_run_id, name_flow_run, start_run, stored_config
+from genenv.flows.validation import validate
+from genenv.tasks.run_records import flow_run_run_id, name_flow_run, start_run, stored_config
 from genenv.tasks.runtime import model_runtime
 from genenv.warehouse.leases import run_lease
 from genenv.warehouse.store import Warehouse
@@ -33,8 +34,8 @@ def evolve(
             file and overrides are ignored.
         config_file: YAML config file, relative to the deployment's working folder (e.g. configs/demo.yaml).
         overrides: Config fields to set on top of the file; empty fields keep the file's value.
-        run_id: An existing genenv run to resume with its stored config; the file and overrides apply on top,
-            and one that would change how results are made is refused.
+        run_id: The genenv run. One in the warehouse resumes with its stored config (the file and overrides apply
+            on top, and one that would change how results are made is refused); a new id starts that run.
     """
     overrides = override_values(overrides)
     settings = config_from_dict(config) if config is not None else load_config(config_file, overrides)
@@ -42,6 +43,7 @@ def evolve(
     if stored is not None and config is None:
         located = {"data_dir": settings.data_dir, "warehouse_uri": settings.warehouse_uri}
         settings = load_config(config_file, overrides, base=stored.replace(**located))
+    validate(settings)
     check_local_paths(settings)  # a deployment's config meets the machine here
     run_id = run_id or flow_run_run_id(settings.run_name)
     warehouse_uri = settings.resolved_warehouse_uri

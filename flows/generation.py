@@ -11,10 +11,10 @@ from prefect import flow
 
 from genenv.tasks.commit import commit
 from genenv.tasks.context import GenerationRef
-from genenv.tasks.contract import StageOutput
-from genenv.tasks.evaluate import evaluate_heldout
+from genenv.tasks.contract import Adapters, Measured, StageOutput
 from genenv.tasks.finetune import finetune
 from genenv.tasks.generate import generate
+from genenv.tasks.heldout import evaluate_heldout
 from genenv.tasks.options import stage_tags
 from genenv.tasks.rewards import rewards
 from genenv.tasks.rollout import rollout
@@ -30,23 +30,27 @@ def run_generation(warehouse_uri: str, run_id: str, generation: int) -> dict:
     """Returns the commit's counts and each stage's seconds."""
     ref = GenerationRef(warehouse_uri, run_id, generation)
     with run_lease(warehouse_uri, run_id), model_runtime(), stage_tags():  # tags: on this flow run, off its tasks
-        stages = generation_zero(ref) if generation == 0 else genenv_generation(ref)
-        committed = commit(stages[-1], stages[-2], stages)
+        adapters, measured, stages = generation_zero(ref) if generation == 0 else genenv_generation(ref)
+        committed = commit(measured, adapters, stages)
     return {**committed.counts, "seconds": {output.stage: output.seconds for output in [*stages, committed]}}
 
 
-def generation_zero(ref: GenerationRef) -> list[StageOutput]:
+Stages = tuple[Adapters, Measured, list[StageOutput]]
+"""What the commit needs by name (the adapters to point at, the measured agent), and every stage for its timings."""
+
+
+def generation_zero(ref: GenerationRef) -> Stages:
     seeds = seed_pool(ref)
     adapters = warm_start(seeds)
     measured = evaluate_heldout(adapters)
-    return [seeds, adapters, measured]
+    return adapters, measured, [seeds, adapters, measured]
 
 
-def genenv_generation(ref: GenerationRef) -> list[StageOutput]:
+def genenv_generation(ref: GenerationRef) -> Stages:
     tasks = generate(ref)
     rollouts = rollout(tasks)
     scored = verify(rollouts)
     rewarded = rewards(scored)
     adapters = finetune(rewarded)
     measured = evaluate_heldout(adapters)
-    return [tasks, rollouts, scored, rewarded, adapters, measured]
+    return adapters, measured, [tasks, rollouts, scored, rewarded, adapters, measured]

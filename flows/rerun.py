@@ -6,10 +6,12 @@ from prefect import flow
 
 from genenv.flows.generation import run_generation
 from genenv.flows.parameters import ConfigOverrides, override_values
-from genenv.tasks.fork import fork_run
+from genenv.flows.validation import validate
+from genenv.tasks.fork import fork_run, plan_fork
+from genenv.warehouse.store import Warehouse
 
 
-@flow(name="genenv-rerun-generation")
+@flow(name="genenv-rerun-generation", flow_run_name="{run_id}-g{generation}-rerun")
 def rerun_generation(
     warehouse_uri: str,
     run_id: str,
@@ -26,6 +28,7 @@ def rerun_generation(
         fork: Name of the new run (its run_name); empty: `<parent name>-rerun-g<G>`.
         overrides: Config fields to change in the fork; empty fields keep the parent's value.
     """
+    validate(plan_fork(Warehouse(warehouse_uri), run_id, generation, override_values(overrides)))
     fork_id = fork_run(warehouse_uri, run_id, generation, fork, override_values(overrides))
     run_generation(warehouse_uri, fork_id, generation)
     return fork_id

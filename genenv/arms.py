@@ -1,4 +1,4 @@
-"""The paper's comparison arms as config presets, not code forks (PAPER.md, ablations).
+"""The GenEnv paper's comparison arms (its ablations) as config presets, not code forks.
 
 Each arm is a set of overrides on one shared config, so arms compared together share seeds, n, k and
 the agent's sample budget per generation. A new arm is one entry here.

@@ -31,15 +31,21 @@ SIMULATOR_UPDATES = ("grpo", "rwr")
 """How the simulator learns from its rewards (tasks/simulator_update.py)."""
 
 
+VLLM_ADAPTER_MODES = ("merged", "lora")
+"""How the vllm backend gets a role's adapter (models/vllm.py)."""
+
+
 @dataclass(frozen=True)
 class Placement:
-    """Where a run's generation computes (the config's ray_address, rollout_workers, worker_cpus, worker_gpus): the
-    invoking command's choice, not the stored config's, since it changes where results are made, not what they are."""
+    """Where a run's generation computes (the config's ray_address, rollout_workers, worker_cpus, worker_gpus,
+    vllm_gpu_memory_utilization): the invoking command's choice, not the stored config's, since it changes where
+    results are made, not what they are."""
 
     ray_address: str = ""
     rollout_workers: int = 2
     worker_cpus: float = 1.0
     worker_gpus: float = 0.0
+    vllm_gpu_memory_utilization: float = 0.5
 
 
 def _f(default: Any, help: str, **kwargs: Any) -> Any:
@@ -66,8 +72,18 @@ class GenEnvConfig:
     )
     backend: str = _f(
         "transformers",
-        "Generation backend (registry in models/generation.py): transformers, or vllm (one engine per run; needs "
+        "Generation backend (registry in models/backends.py): transformers, or vllm (one engine per run; needs "
         "vLLM installed, see docs/gpu.md).",
+    )
+    vllm_adapters: str = _f(
+        "merged",
+        "backend vllm: how a role's adapter reaches the engine. merged: merged into the base weights and pushed "
+        "into the running engine after each update; lora: each published adapter folder served as a LoRA request.",
+    )
+    vllm_gpu_memory_utilization: float = _f(
+        0.5,
+        "backend vllm on a GPU: the share of the GPU the engine may take (weights and KV cache), leaving the rest "
+        "to the trainer beside it (docs/gpu.md). Where results are made, not what they are: outside the hash.",
     )
     precision: str = _f(
         "float32", "Compute precision of forward passes: float32, or bfloat16 (about 2x faster on recent CPUs)."
@@ -131,8 +147,8 @@ class GenEnvConfig:
     probe_tasks: int = _f(
         16, "Fresh tasks answered greedily before and after the agent's update, to measure what the update did."
     )
-    # --- curriculum (PAPER.md, Eqs. 2-3) ---
-    generator_reward: str = _f("alpha_curriculum", "Simulator reward (registry in curriculum/rewards.py).")
+    # --- curriculum (the GenEnv paper, Eqs. 2-3) ---
+    generator_reward: str = _f("alpha_curriculum", "Simulator reward (registry in curriculum/generator_rewards.py).")
     reward_scope: str = _f(
         "task",
         "Where p̂ comes from: 'task', each generated task's own k rollouts (the paper's batch read as one task's "
@@ -226,8 +242,7 @@ class GenEnvConfig:
         self._check()
 
     def _check(self) -> None:
-        from genenv.curriculum.rewards import GENERATOR_REWARDS
-        from genenv.domains.base import DOMAINS, DomainUnavailable, MultiTurnDomain
+        """What the values alone decide; names looked up in a registry are checked by `validate` at entry points."""
 
         def need(ok: bool, name: str, why: str) -> None:
             if not ok:
@@ -265,6 +280,8 @@ class GenEnvConfig:
                 "(docs/scale.md), so backend: vllm runs in-process only",
             )
         need(self.precision in ("float32", "bfloat16"), "precision", "must be float32 or bfloat16")
+        need(self.vllm_adapters in VLLM_ADAPTER_MODES, "vllm_adapters", f"must be one of {list(VLLM_ADAPTER_MODES)}")
+        need(0.0 < self.vllm_gpu_memory_utilization <= 1.0, "vllm_gpu_memory_utilization", "must be in (0, 1]")
         need(all(self.lora_target_modules), "lora_targets", "must name modules, comma-separated, or all-linear")
         need(self.rollouts_per_task >= 2, "rollouts_per_task", "must be >= 2: GRPO learns from differences in a group")
         need(0.0 < self.agent_clip_epsilon < 1.0, "agent_clip_epsilon", "must be in (0, 1)")
@@ -306,30 +323,6 @@ class GenEnvConfig:
             need(0 < getattr(self, name) < 1, name, "must be in (0, 1)")
         for name in ("agent_kl_coef", "simulator_kl_coef", "simulator_temperature", "agent_temperature"):
             need(getattr(self, name) >= 0, name, "must be >= 0")
-        need(
-            self.generator_reward in GENERATOR_REWARDS,
-            "generator_reward",
-            f"must be one of {GENERATOR_REWARDS.names()}",
-        )
-        need(self.domain in DOMAINS, "domain", f"must be one of {DOMAINS.names()}{DOMAINS.how_to_add}")
-        try:
-            domain = DOMAINS.get(self.domain)(self)
-        except DomainUnavailable as missing:
-            need(False, "domain", str(missing))
-        need(
-            not (self.ray_address and isinstance(domain, MultiTurnDomain)),
-            "ray_address",
-            f"rollout workers answer in one turn; {self.domain} is played turn by turn, in the flow's process only "
-            "(docs/scale.md)",
-        )
-        from genenv.models.generation import BACKENDS
-
-        need(self.backend in BACKENDS, "backend", f"must be one of {BACKENDS.names()}")
-        if self.backend == "vllm":
-            from genenv.models.vllm import unavailable
-
-            problem = unavailable()
-            need(problem is None, "backend", f"{problem}")
         if self.benchmarks_dir:
             need(Path(self.benchmarks_dir).is_dir(), "benchmarks_dir", "folder does not exist")
 
@@ -340,7 +333,9 @@ class GenEnvConfig:
 
     @property
     def placement(self) -> Placement:
-        return Placement(self.ray_address, self.rollout_workers, self.worker_cpus, self.worker_gpus)
+        return Placement(
+            self.ray_address, self.rollout_workers, self.worker_cpus, self.worker_gpus, self.vllm_gpu_memory_utilization
+        )
 
     @property
     def lora_target_modules(self) -> tuple[str, ...]:
@@ -365,6 +360,7 @@ class GenEnvConfig:
 
 _NOT_SHAPING = {
     "run_name",
+    "vllm_gpu_memory_utilization",
     "data_dir",
     "warehouse_uri",
     "benchmarks_dir",

@@ -1,4 +1,8 @@
-"""Errors that mean "the request is wrong", shown to the user as one line instead of a traceback."""
+"""Errors shown to the user as one line instead of a traceback: a request that is wrong, a warehouse that failed."""
+
+
+class WarehouseError(RuntimeError):
+    """A warehouse read or write failed; the message names the table or URI and the reason, never a secret."""
 
 
 class RerunError(RuntimeError):

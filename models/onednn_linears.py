@@ -9,7 +9,8 @@ also runs at half oneDNN's speed on AMD CPUs, in training's large products too. 
 - `OneDnnLinear`, for fp32 forward and backward passes: frozen layers multiplied by oneDNN on their plain weights,
   no copy kept.
 bf16 results are bit-identical to `linear`'s (the same oneDNN kernel, minus the re-blocking); fp32 differ from
-MKL's in the last bits.
+MKL's in the last bits. The `torch.ops.mkldnn` calls are private PyTorch API: this module is the only one that makes
+them, and only on the PyTorch versions they were checked on (`CHECKED_TORCH`); elsewhere every layer stays plain.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from functools import cache
 
 import torch
 
+CHECKED_TORCH = ("2.13",)
+"""PyTorch releases (major.minor) whose private oneDNN ops this module was measured and tested on."""
 PACKING_ROWS = 16
 """The row count oneDNN picks its weight layout for: a decoding step's batch. Any count still computes right."""
 
@@ -107,7 +110,10 @@ def _onednn_product(inputs: torch.Tensor, weight: torch.Tensor, bias: torch.Tens
 @cache
 def onednn_supports(dtype: torch.dtype) -> bool:
     """Whether this build and CPU multiply `dtype` weights by oneDNN, packed and plain, as `linear` would (to
-    fp32's last bits): oneDNN present, bf16 only on CPUs with bf16 units, checked once on a small layer."""
+    fp32's last bits): a checked PyTorch, oneDNN present, bf16 only on CPUs with bf16 units, checked once on a small
+    layer."""
+    if ".".join(torch.__version__.split(".")[:2]) not in CHECKED_TORCH:
+        return False
     if dtype not in (torch.float32, torch.bfloat16) or not torch.backends.mkldnn.is_available():
         return False
     if dtype == torch.bfloat16 and not torch.ops.mkldnn._is_mkldnn_bf16_supported():

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 import torch
 
-from genenv.models.generation import encode_prompt
 from genenv.models.policy import PolicyPair
+from genenv.models.sampling import encode_prompt
 
 
 @dataclass(frozen=True)

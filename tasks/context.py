@@ -1,8 +1,8 @@
 """What every stage needs: the generation it works on, the run's config, and the loaded models.
 
-Stages receive a `GenerationRef` (a few strings and ints). Everything else is looked up from it: the
-config is stored with the run, and the models are held once per process, keyed by the checkpoints they
-were loaded from, so consecutive stages and generations reuse them instead of reloading.
+Stages receive a `GenerationRef` from the flow: a few strings and ints, and the run's stored config and domain,
+read once per generation. The models are the flow's `model_runtime()` (tasks/runtime.py), keyed by the
+checkpoints they were loaded from, so consecutive stages and generations reuse them instead of reloading.
 """
 
 from __future__ import annotations
@@ -11,45 +11,41 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import cache
+from functools import cached_property
 from typing import Any
 
-from genenv.config import GenEnvConfig, config_from_dict
+from genenv.config import GenEnvConfig
 from genenv.curriculum.pools import draw, generation_rng
 from genenv.domains.base import Domain, TaskInstance, get_domain
-from genenv.models.generation import SamplingSettings
+from genenv.models.sampling import SamplingSettings
 from genenv.tasks.artifacts import StageProgress
 from genenv.warehouse.store import Warehouse
 
 
 @dataclass(frozen=True)
 class GenerationRef:
-    """The reference stages pass around: which run, which generation, which warehouse."""
+    """What the flow hands every stage: which run, which generation, which warehouse, and, read once on first use
+    and held by this object (no process-wide cache), the run's stored config and its domain."""
 
     warehouse_uri: str
     run_id: str
     generation: int
 
-    @property
+    @cached_property
     def warehouse(self) -> Warehouse:
         return Warehouse(self.warehouse_uri)
 
-    @property
+    @cached_property
     def config(self) -> GenEnvConfig:
-        return run_config(self.warehouse_uri, self.run_id)
+        return self.warehouse.run_config(self.run_id)
 
-    @property
+    @cached_property
     def domain(self) -> Domain:
         return get_domain(self.config.domain, self.config)
 
     def key(self, *parts: object) -> str:
         """Stable ids for rows this generation writes: '<run>/g<g>/...'."""
         return "/".join([self.run_id, f"g{self.generation}", *map(str, parts)])
-
-
-@cache
-def run_config(warehouse_uri: str, run_id: str) -> GenEnvConfig:
-    return config_from_dict(json.loads(Warehouse(warehouse_uri).run(run_id)["config_json"]))
 
 
 def task_generation(ref: GenerationRef) -> int:

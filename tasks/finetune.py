@@ -2,7 +2,7 @@
 (tasks/simulator_update.py: GRPO over each seed's variations, or RWR on D_env).
 
 GRPO trains on the stored rollouts (token ids as generated), so nothing is generated twice. Both roles keep a KL
-penalty to their initial adapter: each role's adapter after the warm start, frozen (PAPER.md); optimizer state
+penalty to their initial adapter: each role's adapter after the warm start, frozen (the GenEnv paper); optimizer state
 carries over from the previous generation's snapshot.
 """
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from genenv.curriculum.pools import dense_groups, draw, generation_rng, intended_abstentions
+from genenv.curriculum.pools import dense_groups, draw, generation_rng, intended_abstentions, update_seed
 from genenv.domains.base import AbstainingDomain, TaskInstance
 from genenv.faults import crash_point
 from genenv.models.grpo import GroupSample, group_advantages, grpo_update
@@ -126,7 +126,7 @@ def finetune(rewarded: Rewarded) -> Adapters:
             minibatch_size=config.agent_minibatch_size,
             micro_batch_size=config.train_batch_size,
             clip_epsilon=config.agent_clip_epsilon,
-            seed=config.seed + ref.generation,
+            seed=update_seed(config.seed, ref.generation),
             progress=bar.update,
         )
     rows = training_rows(ref, "agent", "grpo", agent_log, config.agent_lr, group_advantages(samples))
@@ -144,7 +144,7 @@ def finetune(rewarded: Rewarded) -> Adapters:
                 lr=config.agent_lr,
                 kl_coef=0.0,
                 batch_size=config.train_batch_size,
-                seed=config.seed + ref.generation,
+                seed=update_seed(config.seed, ref.generation),
                 progress=bar.update,
             )
         rows += training_rows(ref, "agent", "replay", replay_log, config.agent_lr)

@@ -12,10 +12,10 @@ from typing import Any
 
 import polars as pl
 
-from genenv.config import GenEnvConfig, config_from_dict, load_config
+from genenv.config import GenEnvConfig, load_config
 from genenv.errors import RerunError
 from genenv.tasks.options import stage
-from genenv.tasks.runs import new_run_id, register_run
+from genenv.tasks.run_records import new_run_id, register_run
 from genenv.warehouse.checkpoints import adapter_exists
 from genenv.warehouse.schemas import GENERATION_TABLES
 from genenv.warehouse.store import Warehouse
@@ -41,7 +41,7 @@ def plan_fork(
         if not adapter_exists(folder):
             where = f"{parent_run_id} generation {generation - 1}"
             raise RerunError(f"the {role} checkpoint of {where} is missing: {folder}")
-    stored = config_from_dict(json.loads(parent["config_json"][0]))
+    stored = warehouse.run_config(parent_run_id)
     return load_config(None, {**(overrides or {}), "generations": str(generation)}, base=stored)
 
 

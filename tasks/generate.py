@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 
-from genenv.curriculum.pools import abstention_tasks, draw, generation_rng, intended_abstentions
+from genenv.curriculum.pools import abstention_tasks, draw, generation_rng, intended_abstentions, sampling_seed
 from genenv.domains.base import AbstainingDomain, Domain, TaskInstance, ValidationContext
 from genenv.domains.decontamination import domain_index
 from genenv.faults import crash_point
-from genenv.models.generation import SamplingSettings
+from genenv.models.sampling import SamplingSettings
 from genenv.tasks.context import (
     GenerationRef,
     heldout_seeds,
@@ -57,7 +57,7 @@ def generate(ref: GenerationRef) -> TaskSet:
         max_new_tokens=config.simulator_max_new_tokens,
         temperature=config.simulator_temperature,
         top_p=config.simulator_top_p,
-        seed=config.seed * 100_003 + ref.generation,
+        seed=sampling_seed(config.seed, ref.generation, "simulator"),
     )
     with progress_bar(f"g{ref.generation} generate", len(conversations)) as bar:
         completions = backend.generate("simulator", conversations, sampling, progress=bar.update)

@@ -13,8 +13,8 @@ import polars as pl
 
 from genenv.config import GenEnvConfig
 from genenv.curriculum.batches import BatchOutcome, BatchScore, TaskOutcome, score_batches, score_tasks
+from genenv.curriculum.generator_rewards import CurriculumParams
 from genenv.curriculum.pools import grow_pool
-from genenv.curriculum.rewards import CurriculumParams
 from genenv.faults import crash_point
 from genenv.tasks.context import GenerationRef, pool_ids, task_generation
 from genenv.tasks.contract import Rewarded, Scored, StageOutput, generation_stage

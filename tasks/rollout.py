@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from genenv.curriculum.pools import draw, generation_rng
-from genenv.models.generation import SamplingSettings
+from genenv.curriculum.pools import draw, generation_rng, sampling_seed
+from genenv.models.sampling import SamplingSettings
 from genenv.tasks.answers import answer_tasks
 from genenv.tasks.context import (
     fresh_tasks,
@@ -45,7 +45,7 @@ def rollout(tasks: TaskSet) -> Rollouts:
         max_new_tokens=config.agent_max_new_tokens,
         temperature=config.agent_temperature,
         top_p=config.agent_top_p,
-        seed=config.seed * 100_003 + ref.generation + 7,
+        seed=sampling_seed(config.seed, ref.generation, "agent"),
     )
     backend = current_runtime().backend(
         config, committed_checkpoints(ref, ref.generation - 1), reference_checkpoints(ref)

@@ -24,9 +24,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from genenv.config import GenEnvConfig, Placement
-from genenv.models.generation import BACKENDS, GenerationBackend
+from genenv.models.backends import BACKENDS
 from genenv.models.loading import resolve_base_model
 from genenv.models.policy import ROLES, LoraSettings, PolicyPair
+from genenv.models.sampling import GenerationBackend
 from genenv.tasks.context import GenerationRef
 from genenv.tasks.contract import Adapters
 from genenv.tasks.workers import RayBackend, RayWorkers, WorkerSettings, adapter_cache, local_adapters
@@ -88,11 +89,16 @@ class ModelRuntime:
         )
 
     def _vllm_engine(self, config: GenEnvConfig) -> VllmEngine:
-        """The run's engine, started on first use; restarted only if a stage asks for another model or precision."""
+        """The run's engine, started on first use; restarted only if a stage asks for other settings."""
         from genenv.models.vllm import EngineSettings, VllmEngine
 
-        base = resolve_base_model(config.model, config.models_dir)
-        settings = EngineSettings.resolve(base, config.precision, config.lora_r)
+        settings = EngineSettings(
+            model=str(resolve_base_model(config.model, config.models_dir)),
+            dtype=config.precision,
+            adapters=config.vllm_adapters,
+            lora_rank=config.lora_r,
+            gpu_memory_utilization=(self.placement or config.placement).vllm_gpu_memory_utilization,
+        )
         if self._engine is not None and self._engine.settings != settings:
             self._engine.close()
             self._engine = None

@@ -15,7 +15,7 @@ from collections.abc import Callable
 import polars as pl
 
 from genenv.config import ConfigError
-from genenv.curriculum.pools import draw, generation_rng
+from genenv.curriculum.pools import draw, generation_rng, update_seed
 from genenv.models.grpo import GroupSample, group_advantages, grpo_update
 from genenv.models.policy import PolicyPair
 from genenv.models.rwr import encode_example, weighted_sft
@@ -62,7 +62,7 @@ def grpo_simulator(ref: GenerationRef, policy: PolicyPair) -> list[dict]:
             epochs=config.simulator_epochs,
             minibatch_size=config.simulator_minibatch_size,
             micro_batch_size=config.train_batch_size,
-            seed=config.seed + ref.generation,
+            seed=update_seed(config.seed, ref.generation),
             progress=bar.update,
         )
     return training_rows(ref, "simulator", "grpo", records, config.simulator_lr, group_advantages(samples))
@@ -99,7 +99,7 @@ def rwr_simulator(ref: GenerationRef, policy: PolicyPair) -> list[dict]:
             kl_coef=config.simulator_kl_coef,
             epochs=config.simulator_epochs,
             batch_size=config.train_batch_size,
-            seed=config.seed + ref.generation,
+            seed=update_seed(config.seed, ref.generation),
             progress=bar.update,
         )
     return training_rows(ref, "simulator", "rwr", records, config.simulator_lr, [e.weight for e in examples])

@@ -25,9 +25,10 @@ from typing import Any
 
 from genenv.config import ConfigError, GenEnvConfig, Placement, ray_host_port
 from genenv.faults import crash_point
-from genenv.models.generation import Completion, SamplingSettings, TransformersBackend
 from genenv.models.loading import resolve_base_model
 from genenv.models.policy import ROLES, LoraSettings, PolicyPair
+from genenv.models.sampling import Completion, SamplingSettings
+from genenv.models.transformers_backend import TransformersBackend
 from genenv.warehouse.checkpoints import fetch_adapter
 
 Checkpoints = tuple[str | None, str | None]

@@ -15,7 +15,7 @@ import uuid
 from pathlib import Path
 
 from genenv.atomic import atomic_path
-from genenv.warehouse.errors import WarehouseError
+from genenv.errors import WarehouseError
 from genenv.warehouse.storage import filesystem, is_remote, join, local_path, translated
 
 MARKER = "_PUBLISHED.json"

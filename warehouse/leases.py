@@ -23,7 +23,7 @@ from typing import Any
 import psutil
 
 from genenv.atomic import atomic_path
-from genenv.warehouse.errors import WarehouseError
+from genenv.errors import WarehouseError
 from genenv.warehouse.storage import filesystem, is_remote, join, translated
 
 _HELD: dict[str, int] = {}

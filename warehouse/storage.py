@@ -18,7 +18,7 @@ import fsspec
 from botocore.exceptions import BotoCoreError
 from deltalake.exceptions import DeltaError
 
-from genenv.warehouse.errors import WarehouseError
+from genenv.errors import WarehouseError
 
 _S3_ENV = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL", "AWS_REGION")
 _DENIED = re.compile(

@@ -18,8 +18,8 @@ import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, write_deltalake
 from deltalake.exceptions import TableNotFoundError
 
-from genenv.errors import first_line
-from genenv.warehouse.errors import WarehouseError
+from genenv.config import GenEnvConfig, config_from_dict
+from genenv.errors import WarehouseError, first_line
 from genenv.warehouse.schemas import GENERATION_TABLES, PARTITIONS, SCHEMA_VERSION, TABLES, frame, now, polars_schema
 from genenv.warehouse.storage import REQUEST_LIMITS, storage_options, table_uri, translated
 
@@ -147,6 +147,10 @@ class Warehouse:
         if rows.is_empty():
             raise WarehouseError(f"no run {run_id!r} in the warehouse at {self.root_uri}")
         return rows.row(0, named=True)
+
+    def run_config(self, run_id: str) -> GenEnvConfig:
+        """The config a run was registered with: the one place a stored `config_json` is read."""
+        return config_from_dict(json.loads(self.run(run_id)["config_json"]))
 
 
 @contextmanager

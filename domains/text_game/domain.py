@@ -12,7 +12,7 @@ from pathlib import Path
 
 from genenv.config import GenEnvConfig
 from genenv.domains.base import Candidate, Messages, TaskInstance, ValidationContext, Verdict
-from genenv.domains.text_game import tasks
+from genenv.domains.text_game import authoring
 from genenv.domains.text_game.engine import CompiledGame, compile_game, require_textworld
 from genenv.domains.text_game.episodes import TextGameEpisode, replay
 from genenv.domains.text_game.spec import GameSpec
@@ -31,7 +31,7 @@ class TextGameDomain:
         return compile_game(GameSpec.from_dict(task.spec["game"]), self.games_dir)
 
     def load_seeds(self) -> list[TaskInstance]:
-        return tasks.load_seeds()
+        return authoring.load_seeds()
 
     def agent_messages(self, task: TaskInstance) -> Messages:
         episode = self.start_episode(task)
@@ -62,19 +62,19 @@ class TextGameDomain:
     def simulator_messages(
         self, seed: TaskInstance, success_rate: float | None, alpha: float = 0.5, k_min: float = 0.1
     ) -> Messages:
-        return tasks.simulator_messages(seed, success_rate, alpha, k_min)
+        return authoring.simulator_messages(seed, success_rate, alpha, k_min)
 
     def simulator_target(self, task: TaskInstance) -> str:
-        return tasks.simulator_target(task)
+        return authoring.simulator_target(task)
 
     def parse_candidate(self, raw: str, seed: TaskInstance, task_id: str, truncated: bool) -> Candidate:
-        return tasks.parse_candidate(raw, task_id, truncated)
+        return authoring.parse_candidate(raw, task_id, truncated)
 
     def validate(self, candidate: Candidate, context: ValidationContext) -> Candidate:
-        return tasks.validate(candidate, context, self.games_dir)
+        return authoring.validate(candidate, context, self.games_dir)
 
     def dedup_key(self, task: TaskInstance) -> str:
-        return tasks.dedup_key(task)
+        return authoring.dedup_key(task)
 
     def sibling_key(self, task: TaskInstance) -> str:
         """Games of the same size and quest length (other seeds): each world is its own family, held out alone."""
@@ -82,7 +82,7 @@ class TextGameDomain:
         return f"rooms-{game['rooms']}/objects-{game['objects']}/quest-{game['quest_length']}"
 
     def answer_key(self, task: TaskInstance) -> str:
-        return tasks.answer_key(task)
+        return authoring.answer_key(task)
 
     def verify(self, output: str, task: TaskInstance) -> Verdict:
         return replay(output, self.game(task), self.max_turns)

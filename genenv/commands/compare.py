@@ -62,8 +62,12 @@ def run(args: argparse.Namespace) -> int:
     benchmarks = [name.strip() for name in args.benchmarks.split(",") if name.strip()] if args.benchmarks else None
     seeds = parse_seeds(args.seeds)
     plans = plan_arms(arms, args.config, overrides, seeds)
+    from genenv.flows.validation import validate
+
+    for plan in plans:
+        validate(plan.config)
     check_benchmarks(benchmarks)
-    from genenv.evaluation.registry import DEFAULT_BENCHMARKS, check_item_sizes, present_benchmarks
+    from genenv.evaluation.benchmark_registry import DEFAULT_BENCHMARKS, check_item_sizes, present_benchmarks
 
     present, skipped = present_benchmarks(benchmarks or DEFAULT_BENCHMARKS, args.benchmarks_dir)
     for line in skipped:
@@ -80,8 +84,8 @@ def run(args: argparse.Namespace) -> int:
 
         sharing = [plan for plan in plans if plan.role != BASE]
         check_shared_run(Warehouse(plans[0].config.resolved_warehouse_uri), args.from_run, sharing)
+    from genenv.commands.environment import prepare_command
     from genenv.config import check_local_paths
-    from genenv.environment import prepare_command
 
     check_local_paths(plans[0].config)
     prepare_command(plans[0].config.data_dir, args.debug)
@@ -114,7 +118,7 @@ def parse_seeds(text: str | None) -> list[int] | None:
 
 
 def parse_items(text: str | None) -> dict[str, int] | None:
-    from genenv.evaluation.registry import parse_item_sizes
+    from genenv.evaluation.benchmark_registry import parse_item_sizes
 
     try:
         return parse_item_sizes(text) or None
@@ -123,7 +127,7 @@ def parse_items(text: str | None) -> dict[str, int] | None:
 
 
 def check_benchmarks(names: list[str] | None) -> None:
-    from genenv.evaluation.registry import BENCHMARKS
+    from genenv.evaluation.benchmark_registry import BENCHMARKS
 
     unknown = [name for name in names or [] if name not in BENCHMARKS]
     if names is not None and (not names or unknown):

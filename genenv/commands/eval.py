@@ -37,7 +37,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from genenv.evaluation.registry import BENCHMARKS
+    from genenv.evaluation.benchmark_registry import BENCHMARKS
 
     names = [name.strip() for name in args.benchmarks.split(",") if name.strip()]
     unknown = [name for name in names if name not in BENCHMARKS]
@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--limit: must be >= 1 (got {args.limit})")
     if args.data is not None and not Path(args.data).is_dir():
         raise ConfigError(f"--data: folder does not exist (got {args.data!r})")
-    from genenv.evaluation.registry import check_item_sizes, parse_item_sizes, present_benchmarks
+    from genenv.evaluation.benchmark_registry import check_item_sizes, parse_item_sizes, present_benchmarks
 
     names, skipped = present_benchmarks(names, args.data)
     for line in skipped:
@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         check_item_sizes(names, args.data, items)
     except (ValueError, FileNotFoundError) as exc:
         raise ConfigError(f"--items: {exc}") from None
-    from genenv.environment import prepare_command
+    from genenv.commands.environment import prepare_command
 
     prepare_command(args.cache_dir, args.debug)
     from genenv.flows.evaluate import evaluate

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+from genenv.commands.environment import invoked_as, prepare_command
 from genenv.config import check_local_paths, load_config, parse_overrides
-from genenv.environment import invoked_as, prepare_command
+from genenv.flows.validation import validate
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -18,17 +19,20 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     overrides = parse_overrides(args.set)
-    config = load_config(args.config, overrides)
+    config = validate(load_config(args.config, overrides))
     check_local_paths(config)
     prepare_command(config.data_dir, args.debug)
     from genenv.flows.evolve import evolve
     from genenv.models.loading import prefetch_base_model
+    from genenv.tasks.run_records import new_run_id
 
+    run_id = args.run_id or new_run_id(config.run_name)
+    named = evolve.with_options(flow_run_name=run_id)  # the flow run is the genenv run, from its first log line
     if args.run_id:  # the run's stored config, with only what this command names on top
-        run_id = evolve(config_file=args.config, overrides=overrides, run_id=args.run_id)
+        named(config_file=args.config, overrides=overrides, run_id=run_id)
     else:  # converting or downloading the model overlaps Prefect's start (a resumed run's model is read in the flow)
         prefetch_base_model(config.model, config.models_dir)
-        run_id = evolve(config.to_dict())
+        named(config.to_dict(), run_id=run_id)
     warehouse = config.resolved_warehouse_uri
     example = "SELECT generation, avg(reward) FROM trajectories GROUP BY 1 ORDER BY 1"
     print(f"\nRun {run_id} finished. Its data is in {warehouse}")

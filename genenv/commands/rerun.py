@@ -23,9 +23,11 @@ def run(args: argparse.Namespace) -> int:
     from genenv.warehouse.store import Warehouse
 
     overrides = parse_overrides(args.set)
-    config = plan_fork(Warehouse(args.warehouse), args.run, args.generation, overrides)
+    from genenv.flows.validation import validate
+
+    config = validate(plan_fork(Warehouse(args.warehouse), args.run, args.generation, overrides))
+    from genenv.commands.environment import invoked_as, prepare_command
     from genenv.config import check_local_paths
-    from genenv.environment import invoked_as, prepare_command
 
     check_local_paths(config)
     prepare_command(config.data_dir, args.debug)

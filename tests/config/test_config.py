@@ -1,6 +1,7 @@
 import pytest
 
 from genenv.config import ConfigError, GenEnvConfig, config_from_dict, field_help, load_config, parse_overrides
+from genenv.flows.validation import validate
 
 
 def test_defaults_follow_the_paper():
@@ -34,8 +35,9 @@ def test_defaults_follow_the_paper():
     ],
 )
 def test_bad_values_fail_naming_the_field(overrides, field):
+    """As an entry point checks a config: its values when built, then the names it looks up in a registry."""
     with pytest.raises(ConfigError, match=rf"^{field}:"):
-        load_config(None, overrides)
+        validate(load_config(None, overrides))
 
 
 def test_yaml_then_overrides(tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import socket
 import subprocess
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from genenv.config import ConfigError, GenEnvConfig, check_local_paths
+from genenv.flows.validation import validate
 
 
 def test_a_model_path_that_does_not_exist_is_refused_not_tried_as_a_hub_id(tmp_path):
@@ -94,4 +96,11 @@ def listening():
 
 def test_rollout_workers_refuse_the_backend_they_do_not_run():
     with pytest.raises(ConfigError, match="ray_address: rollout workers generate with the transformers backend"):
-        GenEnvConfig(ray_address="local", backend="vllm")
+        GenEnvConfig(ray_address="local", backend="vllm")  # the values alone decide this one
+
+
+@pytest.mark.skipif(importlib.util.find_spec("textworld") is None, reason="the text-game extra is not installed")
+def test_rollout_workers_refuse_a_domain_played_turn_by_turn():
+    config = GenEnvConfig(ray_address="local", domain="text_game")
+    with pytest.raises(ConfigError, match="^ray_address: rollout workers answer in one turn; text_game is played"):
+        validate(config)

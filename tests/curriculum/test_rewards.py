@@ -3,8 +3,7 @@ import math
 import pytest
 
 from genenv.curriculum.batches import BatchOutcome, TaskOutcome, score_batches, score_tasks
-from genenv.curriculum.pools import draw, generation_rng, grow_pool, is_heldout
-from genenv.curriculum.rewards import (
+from genenv.curriculum.generator_rewards import (
     CurriculumParams,
     absolute_zero_reward,
     alpha_curriculum_reward,
@@ -13,6 +12,7 @@ from genenv.curriculum.rewards import (
     rwr_weights,
     success_rate,
 )
+from genenv.curriculum.pools import draw, generation_rng, grow_pool, is_heldout
 
 PAPER = CurriculumParams(alpha=0.5, beta=2.0, k_min=0.1, rwr_lambda=1.0)
 
@@ -56,7 +56,7 @@ def test_band_filter_keeps_only_batches_near_alpha(p_hat, kept):
 
 
 def test_band_with_n4_binary_outcomes_keeps_only_half():
-    # PAPER.md: with n = 4 binary outcomes only p̂ = 0.5 survives the ±0.1 band.
+    # The GenEnv paper: with n = 4 binary outcomes only p̂ = 0.5 survives the ±0.1 band.
     assert [p for p in (0, 0.25, 0.5, 0.75, 1.0) if in_band(p, PAPER)] == [0.5]
 
 

@@ -15,8 +15,8 @@ from prefect.client.orchestration import get_client
 from prefect.settings import PREFECT_API_URL, temporary_settings
 from prefect.states import Running
 
+from genenv.commands.environment import prepare_environment
 from genenv.config import ConfigError, GenEnvConfig, check_local_paths
-from genenv.environment import prepare_environment
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]

@@ -92,15 +92,16 @@ PROBE = """
 from genenv.config import GenEnvConfig
 from genenv.domains.base import get_domain
 from genenv.domains.decontamination import domain_index
+from genenv.flows.validation import validate
 from genenv.registry import PluginError
 
-config = GenEnvConfig(domain="echo")
+config = validate(GenEnvConfig(domain="echo"))
 domain = get_domain(config.domain, config)
 seed = domain.load_seeds()[0]
 print(type(domain).__module__, domain.name, domain.verify(seed.answer, seed).reward)
 print(domain_index(domain, config.benchmarks_dir).contains("Say purple."))
 try:
-    GenEnvConfig(domain="broken_echo")
+    validate(GenEnvConfig(domain="broken_echo"))
 except PluginError as broken:
     print(broken)
 """

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from genenv.domains.base import ValidationContext
-from genenv.domains.text_game import tasks
+from genenv.domains.text_game import authoring
 from genenv.domains.text_game.engine import (
     _check_walkthrough,
     compile_game,
@@ -125,10 +125,10 @@ def test_a_shipped_seed_reproduces_its_measured_difficulty(row, tmp_path):
 
 
 def test_the_simulator_target_of_a_seed_parses_back_to_its_game():
-    seed = tasks.load_seeds()[0]
-    parsed = tasks.parse_candidate(tasks.simulator_target(seed), "t1", truncated=False)
+    seed = authoring.load_seeds()[0]
+    parsed = authoring.parse_candidate(authoring.simulator_target(seed), "t1", truncated=False)
     assert parsed.valid and parsed.task.spec["game"] == seed.spec["game"]
-    assert tasks.dedup_key(parsed.task) == tasks.dedup_key(seed)
+    assert authoring.dedup_key(parsed.task) == authoring.dedup_key(seed)
 
 
 @pytest.mark.parametrize(
@@ -143,31 +143,31 @@ def test_the_simulator_target_of_a_seed_parses_back_to_its_game():
     ],
 )
 def test_simulator_output_that_is_no_spec_is_kept_with_its_reason(raw, truncated, reason):
-    candidate = tasks.parse_candidate(raw, "t1", truncated)
+    candidate = authoring.parse_candidate(raw, "t1", truncated)
     assert candidate.task is None and candidate.reject_reason == reason and candidate.raw == raw
-    assert reason in tasks.REJECT_REASONS
+    assert reason in authoring.REJECT_REASONS
 
 
 @pytest.mark.parametrize(("rate", "word"), [(None, "unknown"), (0.9, "harder"), (0.1, "easier"), (0.5, "similar")])
 def test_the_simulator_prompt_carries_the_agents_success_rate_and_the_band(rate, word):
-    messages = tasks.simulator_messages(tasks.load_seeds()[5], rate, alpha=0.5, k_min=0.1)
+    messages = authoring.simulator_messages(authoring.load_seeds()[5], rate, alpha=0.5, k_min=0.1)
     assert word in messages[-1]["content"] and '"quest_length": 2' in messages[-1]["content"]
 
 
 @needs_textworld
 def test_a_valid_spec_becomes_a_task_with_its_objective_and_walkthrough(tmp_path):
     raw = 'Sure: {"rooms": 3, "objects": 6, "quest_length": 4, "seed": 11}'
-    valid = tasks.validate(tasks.parse_candidate(raw, "t1", truncated=False), ValidationContext(), tmp_path)
+    valid = authoring.validate(authoring.parse_candidate(raw, "t1", truncated=False), ValidationContext(), tmp_path)
     assert valid.valid and len(valid.task.answer.splitlines()) == 4 and valid.task.spec["objective"]
 
-    seen = ValidationContext(seen_keys={tasks.dedup_key(valid.task)})
-    assert tasks.validate(tasks.parse_candidate(raw, "t2", False), seen, tmp_path).reject_reason == "duplicate"
-    heldout = ValidationContext(heldout_calls={tasks.answer_key(valid.task)})
-    assert tasks.validate(tasks.parse_candidate(raw, "t3", False), heldout, tmp_path).reject_reason == (
+    seen = ValidationContext(seen_keys={authoring.dedup_key(valid.task)})
+    assert authoring.validate(authoring.parse_candidate(raw, "t2", False), seen, tmp_path).reject_reason == "duplicate"
+    heldout = ValidationContext(heldout_calls={authoring.answer_key(valid.task)})
+    assert authoring.validate(authoring.parse_candidate(raw, "t3", False), heldout, tmp_path).reject_reason == (
         "heldout_overlap"
     )
     shorter = '{"rooms": 2, "objects": 4, "quest_length": 2, "seed": 4}'  # TextWorld places a 1-step quest
-    rejected = tasks.validate(tasks.parse_candidate(shorter, "t4", False), ValidationContext(), tmp_path)
+    rejected = authoring.validate(authoring.parse_candidate(shorter, "t4", False), ValidationContext(), tmp_path)
     assert rejected.reject_reason == "walkthrough_length" and rejected.raw == shorter
 
 

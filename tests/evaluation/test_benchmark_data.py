@@ -10,9 +10,9 @@ import pytest
 
 from genenv.benchmark_data import bfcl_dir
 from genenv.config import load_config
-from genenv.evaluation.registry import get_benchmark, present_benchmarks
+from genenv.evaluation.benchmark_registry import get_benchmark, present_benchmarks
 from genenv.tasks.context import GenerationRef
-from genenv.tasks.runs import register_run
+from genenv.tasks.run_records import register_run
 from genenv.tasks.seed import seed_pool
 from genenv.warehouse.store import Warehouse
 

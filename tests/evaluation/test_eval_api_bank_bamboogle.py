@@ -8,7 +8,7 @@ import pytest
 
 from genenv.evaluation.api_bank import ApiBank, check, parse_api_call
 from genenv.evaluation.bamboogle import Bamboogle, best_f1, exact_match, extract_answer
-from genenv.evaluation.registry import Item
+from genenv.evaluation.benchmark_registry import Item
 
 GOLD = "API-Request: [ModifyRegistration(appointment_id='34567890', new_appointment_date='2023-03-26')]"
 

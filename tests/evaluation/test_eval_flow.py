@@ -14,8 +14,8 @@ import genenv.tasks.benchmarks as benchmarks
 from genenv.cli import main
 from genenv.evaluation.api_bank import ApiBank
 from genenv.evaluation.bamboogle import Bamboogle
+from genenv.evaluation.benchmark_registry import select_items
 from genenv.evaluation.bfcl import Bfcl
-from genenv.evaluation.registry import select_items
 from genenv.flows.evaluate import evaluate
 from genenv.models.policy import LoraSettings, PolicyPair
 from genenv.warehouse.checkpoints import checkpoint_uri, publish_adapter

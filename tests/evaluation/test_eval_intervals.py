@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from genenv.evaluation.benchmark_registry import Item, check_item_sizes, parse_item_sizes, select_items
 from genenv.evaluation.bfcl import Bfcl
 from genenv.evaluation.bootstrap import RESAMPLES, bootstrap_mean, paired_difference, pooled_paired_difference
-from genenv.evaluation.registry import Item, check_item_sizes, parse_item_sizes, select_items
 from genenv.evaluation.runner import ItemResult, summarise
 
 

@@ -13,7 +13,7 @@ from deltalake import write_deltalake
 from genenv.config import GenEnvConfig
 from genenv.evaluation.bootstrap import paired_difference
 from genenv.evaluation.report import Chart, Comparison, Pair, Scored, comparison_report, line_chart, shown, shown_path
-from genenv.tasks.runs import register_run
+from genenv.tasks.run_records import register_run
 from genenv.warehouse.query import query
 from genenv.warehouse.schemas import now, polars_schema
 from genenv.warehouse.store import Warehouse

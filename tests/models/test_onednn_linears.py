@@ -6,9 +6,10 @@ from unittest import mock
 import pytest
 import torch
 
-from genenv.models.generation import SamplingSettings, TransformersBackend, encode_prompt
 from genenv.models.onednn_linears import OneDnnLinear, PackedLinear, onednn_supports, packed_linears
 from genenv.models.policy import LoraSettings, PolicyPair
+from genenv.models.sampling import SamplingSettings, encode_prompt
+from genenv.models.transformers_backend import TransformersBackend
 
 CONVERSATIONS = [[{"role": "user", "content": "Book a table for " + "two " * n}] for n in (1, 4, 2, 6)]
 
@@ -82,6 +83,25 @@ def test_generation_packs_only_inside_the_call(policy: PolicyPair) -> None:
         hook.remove()
     assert seen and all(bool(layers) == onednn_supports(torch.float32) for layers in seen)
     assert packed_layers(policy) == []
+
+
+def test_a_pytorch_the_private_ops_were_not_checked_on_keeps_every_layer_plain(
+    policy: PolicyPair, tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fallback: plain `linear` layers in generation and training, computing what oneDNN's layers compute."""
+    expected = logits(policy, packed=False)
+    monkeypatch.setattr(torch, "__version__", "9.99.0")
+    onednn_supports.cache_clear()
+    try:
+        assert not onednn_supports(torch.float32) and not onednn_supports(torch.bfloat16)
+        with packed_linears(policy.model, torch.float32):
+            assert packed_layers(policy) == []
+        fallback = PolicyPair.load(tiny_model_dir, LoraSettings())
+        assert not any(isinstance(m, OneDnnLinear) for m in fallback.model.modules())
+        torch.testing.assert_close(logits(fallback, packed=True), expected, rtol=1e-5, atol=1e-5)
+    finally:
+        monkeypatch.undo()
+        onednn_supports.cache_clear()
 
 
 def test_dtypes_onednn_does_not_pack_leave_the_layers_plain(policy: PolicyPair) -> None:

@@ -6,9 +6,10 @@ import pytest
 import torch
 from transformers.modeling_layers import GradientCheckpointingLayer
 
-from genenv.models.generation import SamplingSettings, TransformersBackend, encode_prompt
 from genenv.models.policy import LoraSettings, PolicyPair
 from genenv.models.rwr import WeightedExample, encode_example, weighted_sft
+from genenv.models.sampling import SamplingSettings, encode_prompt
+from genenv.models.transformers_backend import TransformersBackend
 
 QUESTIONS = {"France": "Paris", "Japan": "Tokyo"}
 

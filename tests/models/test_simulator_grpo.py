@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 
 from genenv.curriculum.batches import TaskOutcome, score_tasks
-from genenv.curriculum.rewards import CurriculumParams
+from genenv.curriculum.generator_rewards import CurriculumParams
 from genenv.models.grpo import GroupSample, grpo_update
 from genenv.models.policy import PolicyPair
 

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from genenv.models.generation import BACKENDS, Completion, SamplingSettings
+from genenv.models.backends import BACKENDS
 from genenv.models.policy import ROLES, LoraSettings, PolicyPair
+from genenv.models.sampling import Completion, SamplingSettings
 
 pytestmark = [
     pytest.mark.vllm,
@@ -52,9 +53,8 @@ def engine(request, tiny_model_dir: Path) -> Iterator:
     """One engine per adapter mode; pytest closes the first before it starts the second."""
     from genenv.models.vllm import EngineSettings, VllmEngine
 
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("GENENV_VLLM_ADAPTERS", request.param)
-        started = VllmEngine(EngineSettings.resolve(tiny_model_dir, "float32", LoraSettings().r))
+    settings = EngineSettings(str(tiny_model_dir), "float32", adapters=request.param, lora_rank=LoraSettings().r)
+    started = VllmEngine(settings)
     yield started
     started.close()
 

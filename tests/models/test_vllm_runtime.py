@@ -10,8 +10,9 @@ import pytest
 import torch
 
 from genenv.config import GenEnvConfig
-from genenv.models.generation import BACKENDS, SamplingSettings
+from genenv.models.backends import BACKENDS
 from genenv.models.policy import ROLES
+from genenv.models.sampling import SamplingSettings
 from genenv.tasks.runtime import NO_CHECKPOINTS, ModelRuntime
 from genenv.warehouse.checkpoints import publish_adapter
 
@@ -27,8 +28,13 @@ CONVERSATIONS = [[{"role": "user", "content": f"book a hotel in Tokyo for {i} ni
 
 @pytest.mark.parametrize("adapters", ["merged", "lora"])
 def test_the_stage_after_an_update_generates_with_the_saved_adapter(tiny_model_dir, tmp_path, monkeypatch, adapters):
-    monkeypatch.setenv("GENENV_VLLM_ADAPTERS", adapters)
-    config = GenEnvConfig(model=str(tiny_model_dir), data_dir=str(tmp_path), backend="vllm", generation_batch_size=4)
+    config = GenEnvConfig(
+        model=str(tiny_model_dir),
+        data_dir=str(tmp_path),
+        backend="vllm",
+        vllm_adapters=adapters,
+        generation_batch_size=4,
+    )
     runtime = ModelRuntime()
     try:
         before = runtime.backend(config, NO_CHECKPOINTS).generate("agent", CONVERSATIONS, GREEDY)

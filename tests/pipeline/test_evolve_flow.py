@@ -9,7 +9,6 @@ import polars as pl
 import pytest
 
 from genenv.models.grpo import GroupSample, group_advantages
-from genenv.tasks.context import run_config
 from genenv.warehouse.query import query
 from genenv.warehouse.schemas import GENERATION_TABLES
 
@@ -201,4 +200,4 @@ def test_rerunning_the_flow_resumes_without_duplicating(finished_run):
     assert evolve(config.to_dict(), run_id=run_id) == run_id
     after = {t: warehouse.version(t) for t in before}
     assert after == before
-    assert run_config(config.resolved_warehouse_uri, run_id) == config
+    assert warehouse.run_config(run_id) == config

@@ -9,7 +9,7 @@ import pytest
 from genenv.config import GenEnvConfig
 from genenv.tasks.context import GenerationRef
 from genenv.tasks.generate import recent_success_rate
-from genenv.tasks.runs import register_run
+from genenv.tasks.run_records import register_run
 from genenv.tasks.runtime import reference_checkpoints
 from genenv.tasks.seed import seed_pool
 from genenv.warehouse.store import Warehouse

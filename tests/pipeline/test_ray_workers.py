@@ -19,7 +19,7 @@ from polars.testing import assert_frame_equal
 
 from genenv.config import ConfigError, Placement
 from genenv.flows.evolve import evolve
-from genenv.models.generation import TransformersBackend, row_generators
+from genenv.models.transformers_backend import TransformersBackend, row_generators
 from genenv.tasks.workers import check_room, shard_bounds
 from genenv.warehouse.schemas import GENERATION_TABLES
 from genenv.warehouse.store import Warehouse

@@ -8,9 +8,9 @@ import pytest
 
 from genenv.tasks.context import GenerationRef
 from genenv.tasks.contract import Adapters, Measured, Rewarded, Rollouts, Scored, TaskSet, generation_stage
-from genenv.tasks.evaluate import evaluate_heldout
 from genenv.tasks.finetune import finetune
 from genenv.tasks.generate import generate
+from genenv.tasks.heldout import evaluate_heldout
 from genenv.tasks.rewards import rewards
 from genenv.tasks.rollout import rollout
 from genenv.tasks.runtime import current_runtime, model_runtime

@@ -39,8 +39,7 @@ def test_a_generation_runs_on_one_vllm_engine(tiny_model_dir, prefect_server, tm
 
     monkeypatch.setattr(VllmEngine, "__init__", counted_start)
     monkeypatch.setattr(VllmEngine, "close", counted_close)
-    monkeypatch.setenv("GENENV_VLLM_ADAPTERS", adapters)
-    config = small_config(tiny_model_dir, tmp_path).replace(backend="vllm", generations=1)
+    config = small_config(tiny_model_dir, tmp_path).replace(backend="vllm", vllm_adapters=adapters, generations=1)
 
     run_id = evolve(config.to_dict())
 

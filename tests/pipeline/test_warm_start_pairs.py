@@ -59,7 +59,7 @@ def test_tool_call_difficulty_counts_calls_and_arguments():
 
 def test_text_games_pair_with_games_of_the_same_size_and_quest():
     pytest.importorskip("textworld")
-    from genenv.domains.text_game.tasks import load_seeds
+    from genenv.domains.text_game.authoring import load_seeds
 
     seeds = load_seeds()
     domain = get_domain("text_game")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from genenv.warehouse.maintenance import maintain
+from genenv.warehouse.compaction import maintain
 from genenv.warehouse.query import query
 from genenv.warehouse.store import Warehouse
 from tests.support import synthetic_warehouse as synthetic

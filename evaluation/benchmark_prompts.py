@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from genenv.evaluation.registry import Messages
+from genenv.evaluation.benchmark_registry import Messages
 
 BAMBOOGLE_SYSTEM_PROMPT = (
     "Answer the question based on your own knowledge. Only give me the answer and do not output any other words."

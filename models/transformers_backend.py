@@ -1,11 +1,9 @@
-"""Batched chat generation behind a small backend protocol (transformers now, vLLM later)."""
+"""The transformers backend: continuous batching over the model's own forward pass, on CPU or one GPU."""
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Protocol
 
 import torch
 from transformers import DynamicCache
@@ -15,60 +13,7 @@ from genenv.models.kv_cache import DecodingCache
 from genenv.models.memory import return_freed_memory
 from genenv.models.onednn_linears import packed_linears
 from genenv.models.policy import PolicyPair, cache_argument, length_batches, shared_prefix_length
-from genenv.registry import Registry
-
-
-@dataclass(frozen=True)
-class SamplingSettings:
-    max_new_tokens: int = 64
-    temperature: float = 1.0  # 0 = greedy
-    top_p: float = 1.0
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        if self.max_new_tokens < 1 or self.temperature < 0 or not 0 < self.top_p <= 1:
-            raise ValueError(f"sampling needs max_new_tokens >= 1, temperature >= 0 and 0 < top_p <= 1: {self}")
-
-
-@dataclass(frozen=True)
-class Completion:
-    text: str
-    prompt_ids: list[int]
-    completion_ids: list[int]
-    finished: bool
-    """True when it ended with a stop token (the last of completion_ids); False at max_new_tokens."""
-    logprobs: list[float] | None = None
-    """Log-probability of each completion token under the policy that sampled it (raw logits, before temperature
-    and top-p), when the backend computes them anyway (vLLM); None otherwise. GRPO recomputes its own."""
-
-
-class GenerationBackend(Protocol):
-    def generate(
-        self,
-        role: str,
-        conversations: list[list[dict[str, str]]],
-        sampling: SamplingSettings,
-        progress: Callable[[int], None] | None = None,
-    ) -> list[Completion]: ...
-
-
-BACKENDS: Registry[Callable[..., GenerationBackend]] = Registry("backend")
-register_backend = BACKENDS.register
-"""Decorator on a backend factory."""
-
-
-@register_backend("vllm")
-def vllm_backend(policy: PolicyPair, batch_size: int = 16, **engine) -> GenerationBackend:
-    """Lazy, so the name validates without vllm installed; genenv.models.vllm imports vllm only when used."""
-    from genenv.models.vllm import VllmBackend
-
-    return VllmBackend(policy, batch_size, **engine)
-
-
-def encode_prompt(tokenizer, conversation: list[dict[str, str]]) -> list[int]:
-    """Chat template with the assistant turn opened; the template already holds the special tokens."""
-    text = tokenizer.apply_chat_template(conversation, add_generation_prompt=True, tokenize=False)
-    return tokenizer(text, add_special_tokens=False)["input_ids"]
+from genenv.models.sampling import Completion, SamplingSettings, encode_prompt, stop_ids
 
 
 def padded(prompts: Sequence[Sequence[int]], pad_id: int, after: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
@@ -85,15 +30,6 @@ def padded(prompts: Sequence[Sequence[int]], pad_id: int, after: int = 0) -> tup
     return input_ids, attention
 
 
-def stop_ids(policy: PolicyPair) -> set[int]:
-    """Where every backend ends a completion: the model's eos ids, the tokenizer's eos and pad."""
-    tokenizer = policy.tokenizer
-    configured = policy.model.generation_config.eos_token_id
-    eos = configured if isinstance(configured, list) else [configured]
-    return {t for t in [*eos, tokenizer.eos_token_id, tokenizer.pad_token_id] if t is not None}
-
-
-@register_backend("transformers")
 class TransformersBackend:
     """Continuous batching over the model's forward pass, with the role's adapter merged into a working copy of
     the weights it touches for the whole call (`PolicyPair.merged`), and every linear layer's weight laid out

@@ -9,16 +9,11 @@ import pytest
 import torch
 from transformers import DynamicCache
 
-from genenv.models.generation import (
-    BACKENDS,
-    SamplingSettings,
-    TransformersBackend,
-    encode_prompt,
-    padded,
-    stop_ids,
-)
+from genenv.models.backends import BACKENDS
 from genenv.models.kv_cache import DecodingCache
 from genenv.models.policy import LoraSettings, PolicyPair, cache_argument, length_batches, shared_prefix_length
+from genenv.models.sampling import SamplingSettings, encode_prompt, stop_ids
+from genenv.models.transformers_backend import TransformersBackend, padded
 
 CONVERSATIONS = [[{"role": "user", "content": "What is the weather in " + "Paris " * n}] for n in (5, 1, 3, 0, 6, 2, 4)]
 GREEDY = SamplingSettings(max_new_tokens=10, temperature=0)
@@ -195,7 +190,7 @@ def test_bf16_cache_keeps_keys_in_bf16_and_changes_no_token(tiny_model_dir) -> N
     policy = PolicyPair.load(tiny_model_dir, LoraSettings(), precision="bfloat16")
     sampled = SamplingSettings(max_new_tokens=12, temperature=1.0, seed=5)
     new = TransformersBackend(policy, batch_size=4).generate("agent", CONVERSATIONS, sampled)
-    with mock.patch("genenv.models.generation.DecodingCache", DynamicCache):  # the cache generate makes
+    with mock.patch("genenv.models.transformers_backend.DecodingCache", DynamicCache):  # the cache generate makes
         before = TransformersBackend(policy, batch_size=4).generate("agent", CONVERSATIONS, sampled)
     assert ids(new) == ids(before)
     prompt = torch.tensor([encode_prompt(policy.tokenizer, CONVERSATIONS[0])])

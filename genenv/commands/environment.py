@@ -65,8 +65,7 @@ def _quiet_console() -> None:
     from prefect.logging.handlers import PrefectConsoleHandler
 
     from genenv.config import ConfigError
-    from genenv.errors import RerunError
-    from genenv.warehouse.errors import WarehouseError
+    from genenv.errors import RerunError, WarehouseError
 
     setup_logging()
     expected = (ConfigError, WarehouseError, RerunError, KeyboardInterrupt)

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from prefect import get_client
 from prefect.context import FlowRunContext
 
-from genenv.config import ConfigError, GenEnvConfig, config_from_dict, resume_differences
+from genenv.config import ConfigError, GenEnvConfig, resume_differences
 from genenv.tasks.options import stage
 from genenv.warehouse.schemas import SCHEMA_VERSION, now
 from genenv.warehouse.store import Warehouse
@@ -68,7 +68,7 @@ def stored_config(warehouse: Warehouse, run_id: str) -> GenEnvConfig | None:
     """The config a run was registered with, or None when the warehouse has no such run."""
     if warehouse.read("runs", run_id=run_id).is_empty():
         return None
-    return config_from_dict(json.loads(warehouse.run(run_id)["config_json"]))
+    return warehouse.run_config(run_id)
 
 
 @stage("start-run")

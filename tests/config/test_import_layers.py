@@ -1,0 +1,129 @@
+"""The installed package's import graph, read with `ast`: no module imports from a layer above its own, and no
+circle of imports. Every import counts, including those inside functions and under TYPE_CHECKING."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+from pathlib import Path
+
+LAYERS = (
+    ("cli", ("genenv.cli",)),
+    ("commands", ("genenv.commands",)),
+    ("flows", ("genenv.flows",)),
+    ("tasks (the stages)", ("genenv.tasks",)),
+    ("evaluation", ("genenv.evaluation",)),
+    ("domains", ("genenv.domains",)),
+    ("models, warehouse, curriculum", ("genenv.models", "genenv.warehouse", "genenv.curriculum")),
+    (
+        "config",
+        (
+            "genenv.config",
+            "genenv.registry",
+            "genenv.errors",
+            "genenv.atomic",
+            "genenv.faults",
+            "genenv.arms",
+            "genenv.benchmark_data",
+            "genenv.infra",
+            "genenv",
+        ),
+    ),
+)
+"""Top to bottom; a module may import from its own layer and the layers below."""
+
+
+def _modules() -> dict[str, Path]:
+    """Every module of the installed `genenv` package. Its subpackages are the checkout's top-level folders, which
+    an editable install maps by name (they are not under genenv/), so every package the layers name is a start."""
+    found: dict[str, Path] = {}
+    pending = sorted({prefix for _, prefixes in LAYERS for prefix in prefixes})
+    seen: set[str] = set()
+    while pending:
+        package = pending.pop()
+        spec = importlib.util.find_spec(package)
+        if package in seen or spec is None or spec.submodule_search_locations is None:
+            continue
+        seen.add(package)
+        for folder in spec.submodule_search_locations:
+            for path in Path(folder).iterdir():
+                if path.suffix == ".py":
+                    found[package if path.stem == "__init__" else f"{package}.{path.stem}"] = path
+                elif (path / "__init__.py").is_file():
+                    pending.append(f"{package}.{path.name}")
+    return found
+
+
+def _imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
+    """The project modules `name` imports: `from pkg import sub` counts as `pkg.sub` when that is a module."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    targets: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            candidates = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parts, *([node.module] if node.module else [])])
+            candidates = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base for alias in node.names]
+        else:
+            continue
+        for candidate in candidates:
+            while candidate and candidate not in known:
+                candidate = candidate.rpartition(".")[0]
+            if candidate and candidate != name:
+                targets.add(candidate)
+    return targets
+
+
+def _layer(name: str) -> int:
+    for index, (_, prefixes) in enumerate(LAYERS):
+        if any(name == prefix or name.startswith(prefix + ".") for prefix in prefixes if prefix != "genenv"):
+            return index
+    if name == "genenv":
+        return len(LAYERS) - 1
+    raise AssertionError(f"{name} belongs to no layer: add it to LAYERS")
+
+
+MODULES = _modules()
+GRAPH = {name: _imports(name, path, MODULES) for name, path in MODULES.items()}
+
+
+def test_the_graph_covers_the_whole_package():
+    assert {"genenv.cli", "genenv.config", "genenv.flows.generation", "genenv.tasks.rollout"} <= set(MODULES)
+    assert "genenv.config" in GRAPH["genenv.tasks.runtime"]  # imports are read
+
+
+def test_no_module_imports_from_a_layer_above_its_own():
+    upward = [
+        f"{name} ({LAYERS[_layer(name)][0]}) imports {target} ({LAYERS[_layer(target)][0]})"
+        for name, targets in sorted(GRAPH.items())
+        for target in sorted(targets)
+        if _layer(target) < _layer(name)
+    ]
+    assert upward == []
+
+
+def test_the_config_imports_nothing_from_the_project():
+    assert GRAPH["genenv.config"] == set()
+
+
+def test_no_circle_of_imports():
+    """Depth-first search; a back edge closes a circle, reported with its modules in order."""
+    state: dict[str, str] = {}
+    circles: list[list[str]] = []
+
+    def visit(name: str, path: list[str]) -> None:
+        state[name] = "open"
+        for target in sorted(GRAPH[name]):
+            if state.get(target) == "open":
+                circles.append([*path[path.index(target) :], target])
+            elif target not in state:
+                visit(target, [*path, target])
+        state[name] = "done"
+
+    for name in sorted(GRAPH):
+        if name not in state:
+            visit(name, [name])
+    assert circles == []
