@@ -1,9 +1,9 @@
 """Re-score stored BFCL answers with today's checker, without generating again.
 
 The `evaluation_items` table keeps every answer a model wrote. When the checker changes (as it did when it was made
-to agree with the official one, bench/bfcl_agreement.py), this prints the old stored score and the score under the
-current checker, per model and category, with 95% bootstrap intervals, and the paired difference of each trained
-model against a reference one (generation 0 by default).
+to agree with the official one, tests/support/bfcl_agreement.py), this prints the old stored score and the score
+under the current checker, per model and category, with 95% bootstrap intervals, and the paired difference of each
+trained model against a reference one (generation 0 by default).
 
     python bench/rescore_bfcl.py --warehouse data/compare/warehouse
 """

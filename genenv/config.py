@@ -212,8 +212,7 @@ class GenEnvConfig:
     checkpoint_activations: bool = _f(
         False,
         "Recompute activations in GRPO and SFT backward passes instead of keeping them (gradient checkpointing): "
-        "same results, less memory, more time (embedded model, 4 x 600 tokens: peak 2.3 GB instead of 3.3 GB, "
-        "35% slower).",
+        "same results, less memory, more time (docs/performance.md, 'Measurements behind the code').",
     )
     # --- where the compute runs (not part of the config hash: results are the same in-process or on a cluster) ---
     ray_address: str = _f(

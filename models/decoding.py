@@ -102,9 +102,9 @@ def next_tokens(
     temperature and nucleus (top-p) filtering, so a row's draw does not depend on which rows decode beside it.
 
     The nucleus is looked for among the `candidates` likeliest tokens, and only rows whose candidates hold less
-    than top_p of the mass sort their whole vocabulary: a full sort of 16 rows costs 25 ms on 2 cores, about a
-    forward pass, and `torch.multinomial` over them 12 ms more; the draw inverts the nucleus's cumulative mass."""
-    scores = logits.float()  # also for the argmax: 5x faster on CPU than over bf16
+    than top_p of the mass sort their whole vocabulary (a full sort costs about a forward pass on CPU, and
+    `torch.multinomial` half that again); the draw inverts the nucleus's cumulative mass."""
+    scores = logits.float()  # also for the argmax: faster on CPU than over bf16
     if not torch.isfinite(scores).all():
         bad = (~torch.isfinite(scores)).any(-1).nonzero().flatten().tolist()
         raise ValueError(f"the model's logits are NaN or infinite in rows {bad}: nothing to sample from")

@@ -133,7 +133,7 @@ def grpo_update(
                 for indices in policy.micro_batches(prompts, lengths, micro_batch_size) if trained else []:
                     micro_batch = [trained[i] for i in indices]
                     # Micro-batches of other lengths leave the C heap fragmented: handing its free pages back first
-                    # keeps the stage's peak near one micro-batch's activations (the demo: 2.9 -> 2.6 GB, ~0.5 s).
+                    # keeps the stage's peak near one micro-batch's activations (docs/performance.md).
                     return_freed_memory()
                     loss, stats = _micro_batch_loss(policy, micro_batch, kl_coef, clip_epsilon)
                     (loss / tokens).backward()

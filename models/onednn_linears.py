@@ -4,8 +4,8 @@ A plain CPU `linear` hands oneDNN (bf16) or MKL (fp32) a weight in PyTorch's row
 re-blocks it on every call: on a decoding step's few rows that costs as much as the multiply. MKL's fp32 matmul
 also runs at half oneDNN's speed on AMD CPUs, in training's large products too. So:
 - `packed_linears`, for generation: each weight laid out once per call (`torch.ops.mkldnn._reorder_linear_weight`,
-  what PyTorch's compiler does when it freezes weights). It brought the matmuls of a 16-row decoding step of the
-  embedded model from 17.6 to 13.4 ms in bf16 and from 62.4 to 21.8 ms in fp32 (bench/decode_step.py).
+  what PyTorch's compiler does when it freezes weights): a decoding step's matmuls take a quarter (bf16) to two
+  thirds (fp32) less time (docs/performance.md, 'Measurements behind the code').
 - `OneDnnLinear`, for fp32 forward and backward passes: frozen layers multiplied by oneDNN on their plain weights,
   no copy kept.
 bf16 results are bit-identical to `linear`'s (the same oneDNN kernel, minus the re-blocking); fp32 differ from

@@ -38,9 +38,8 @@ MIN_SHARED_PREFIX = 16
 """A micro-batch's rows share their first prompt tokens' keys and values when at least this many are common."""
 """Training rows are left-padded to a multiple of SHAPE_STEP positions, and the completions given logits to a
 multiple of COMPLETION_STEP, so micro-batch shapes repeat. PyTorch's CPU kernels keep compiled code per shape
-without bound (bf16 attention's brgemm kernels, matmul primitives): about 16 MB per new micro-batch length on
-the embedded model, 0.35 GB over the demo's warm start (bench/shape_buckets.py); and glibc reuses a freed block
-only for a request that fits it."""
+without bound (bf16 attention's brgemm kernels, matmul primitives; bench/shape_buckets.py measures what that
+costs), and glibc reuses a freed block only for a request that fits it."""
 
 
 @dataclass(frozen=True)
@@ -388,10 +387,10 @@ def _round_up(n: int, step: int) -> int:
 
 def _bound_onednn_primitive_cache() -> None:
     """oneDNN, which runs PyTorch's bf16 matmuls on CPU, keeps a compiled primitive per tensor shape, up to 1,024.
-    Micro-batches and generation batches of ever new lengths fill it with shapes that never come back: in the
-    demo's warm start the process peaked at 3.95 GB with 1,024 and 3.43 GB with 16, in the same time (each step
-    reuses its own few shapes; 0 disables the cache and took 3x as long; bench/onednn_cache.py). oneDNN reads
-    the variable when it makes its first primitive; a value the user set is kept."""
+    Micro-batches and generation batches of ever new lengths fill it with shapes that never come back; a small
+    cache lowers the peak in the same time, since each step reuses its own few shapes, and none at all is much
+    slower (bench/onednn_cache.py; docs/performance.md, 'Measurements behind the code'). oneDNN reads the
+    variable when it makes its first primitive; a value the user set is kept."""
     os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", str(ONEDNN_PRIMITIVES))
 
 
@@ -461,9 +460,8 @@ def _copy_out_of_weight_file(model: PeftModel) -> None:
     """Give the float32 weights left after `_frozen_linears_to_bf16` memory of their own.
 
     transformers maps the safetensors file and leaves weights of its dtype as views into that mapping; one live
-    view keeps the whole mapping, and every page the bf16 conversion read stays resident (0.5 GB of the embedded
-    model's float32 file at the demo's peak). Copying the float32 rest (embeddings, the weights LoRA adapts,
-    norms: 170 MB) lets the mapping close.
+    view keeps the whole mapping, and every page the bf16 conversion read stays resident. Copying the float32
+    rest (embeddings, the weights LoRA adapts, norms), a third of the file's size, lets the mapping close.
     """
     with torch.no_grad():
         for tensor in (*model.parameters(), *model.buffers()):

@@ -1,8 +1,8 @@
 """Each target token's log-probability and each position's entropy, without the full log-softmax in memory.
 
 `logits.float().log_softmax(-1).gather(target)` keeps a [B, C, V] fp32 log-softmax for the backward pass and
-builds two more in it (the gathered gradient scattered back, the log-softmax's input gradient). With a 49,152-token
-vocabulary each is 177 MB for three rows of 300 target tokens (bench/token_logprobs.py). `token_logprobs`
+builds two more in it (the gathered gradient scattered back, the log-softmax's input gradient): three copies of
+rows x tokens x vocabulary in fp32 (bench/token_logprobs.py). `token_logprobs`
 computes the same numbers a few positions at a time and keeps only the logits; the backward pass recomputes each
 chunk's log-softmax. It calls the same kernels on the same rows, so values and gradients are bit-identical.
 """

@@ -47,10 +47,9 @@ class TransformersBackend:
     `prefill_chunk` splits a prefill into chunks of that many positions (None: one pass). Padded prompts need an
     explicit attention mask, so one pass makes CPU attention compute the whole prompt-by-prompt square and hold
     every layer's intermediates for all prompt tokens at once; chunks attend only to the positions before them.
-    On 16 prompts of 900-1,200 tokens that took 1.3x (fp32) to 1.5x (bf16) less time and a third less extra
-    memory, with the same greedy tokens in fp32.
+    On long prompts that takes less time and less memory, with the same greedy tokens in fp32.
     Each call ends by handing the C heap's free pages back: its KV caches are gone, and glibc would otherwise
-    hold their pages under the next stage (the demo rests at 1.3 GB between stages instead of 2.0 GB).
+    hold their pages under the next stage (both measured: docs/performance.md, 'Measurements behind the code').
     """
 
     def __init__(self, policy: PolicyPair, batch_size: int = 16, prefill_chunk: int | None = 256) -> None:

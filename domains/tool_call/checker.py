@@ -2,7 +2,7 @@
 
 One checker for both, so that an answer rewarded 1.0 in training is one BFCL counts as correct. The leaderboard is
 the contract: this mirrors bfcl_eval==2026.3.23 as its runner judges a Python prompting model, quirks included
-(each copied quirk says so in a comment). bench/bfcl_agreement.py judges a corpus of candidate outputs with the
+(each copied quirk says so in a comment). tests/support/bfcl_agreement.py judges a corpus of candidate outputs with the
 official code and tests/evaluation/test_bfcl_agreement.py asserts that this module agrees on every one.
 
 - decoding (model_handler/utils.py default_decode_ast_prompting, ast_parse, resolve_ast_by_type): strip backticks,

@@ -2,7 +2,8 @@
 
 fixtures/bfcl_agreement.jsonl.gz holds candidate outputs for the simple_python, multiple, parallel and irrelevance
 items (gold answers in many spellings and many kinds of wrong ones), each with the verdict of the official decoder,
-checker and runner. bench/bfcl_agreement.py made it; its docstring has the command. bfcl_eval is not needed here.
+checker and runner. tests/support/bfcl_agreement.py made it; its docstring has the command. bfcl_eval is not
+needed here.
 """
 
 from __future__ import annotations

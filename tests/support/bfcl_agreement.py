@@ -17,13 +17,13 @@ reward too, so it must judge exactly as the leaderboard does. This script
 3. writes the fixture: gzip JSON lines {"category", "id", "class", "output", "valid", "error"}.
 
 tests/evaluation/test_bfcl_agreement.py then runs our checker on every record (without bfcl_eval) and asserts 100%
-agreement. `bench/bfcl_agreement.py FIXTURE --compare` prints our checker's agreement with a fixture by
+agreement. `python -m tests.support.bfcl_agreement FIXTURE --compare` prints our checker's agreement with a fixture by
 class (bfcl_eval not needed).
 
 The fixture tests/evaluation/fixtures/bfcl_agreement.jsonl.gz was made, from the repository root, with:
 
     .venv/bin/pip install --no-deps bfcl-eval==2026.3.23
-    .venv/bin/python bench/bfcl_agreement.py tests/evaluation/fixtures/bfcl_agreement.jsonl.gz
+    .venv/bin/python -m tests.support.bfcl_agreement tests/evaluation/fixtures/bfcl_agreement.jsonl.gz
 
 The BFCL data is the installed package's (`--data DIR` for another copy with the same layout).
 
@@ -40,7 +40,6 @@ import argparse
 import gzip
 import json
 import random
-import sys
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -48,9 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from genenv.benchmark_data import require_bfcl_dir
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root, for tests.support
-from tests.support.official_bfcl import MODEL, PINNED, install_stubs  # noqa: E402
+from tests.support.official_bfcl import MODEL, PINNED, install_stubs
 
 SEED = 20260323
 CATEGORIES = ("simple_python", "multiple", "parallel", "irrelevance")
