@@ -12,8 +12,9 @@ from prefect import flow, get_run_logger
 from genenv.config import ConfigError
 from genenv.evaluation.benchmark_registry import check_item_sizes, present_benchmarks
 from genenv.evaluation.runner import DEFAULT_BENCHMARKS
+from genenv.flows.validation import validate
 from genenv.models.loading import EMBEDDED_MODEL
-from genenv.tasks.benchmarks import evaluate_benchmark, resolve_target
+from genenv.tasks.benchmarks import evaluate_benchmark, resolve_target, scoring_config
 from genenv.tasks.runtime import model_runtime
 from genenv.warehouse.schemas import now
 from genenv.warehouse.store import Warehouse
@@ -52,12 +53,13 @@ def evaluate(
 
     With `run_id`, the run's agent adapter at `generation` (default: its last committed one) is scored on the run's
     base model and `model` is ignored. Items per category: `items[category]` (0 leaves it out), else `limit`, else
-    all, always the same ones for a given size (evaluation.registry.select_items). `precision` defaults to the
+    all, always the same ones for a given size (evaluation.benchmark_registry.select_items). `precision` defaults to the
     run's (float32 for a base model). `data_dir` holds the benchmarks not published as packages (API-Bank,
     Bamboogle; genenv/benchmark_data.py): a benchmark whose data is absent is skipped with a warning.
     """
     names = benchmarks_to_score(benchmarks, data_dir, items)
     target = resolve_target(Warehouse(warehouse_uri), model, run_id, generation, precision)
+    validate(scoring_config(target, cache_dir, batch_size))  # a backend that cannot run here fails before loading
     eval_batch = f"{target.run_id}-{now():%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"
     with model_runtime():
         for name in names:

@@ -322,8 +322,6 @@ class GenEnvConfig:
             need(0 < getattr(self, name) < 1, name, "must be in (0, 1)")
         for name in ("agent_kl_coef", "simulator_kl_coef", "simulator_temperature", "agent_temperature"):
             need(getattr(self, name) >= 0, name, "must be >= 0")
-        if self.benchmarks_dir:
-            need(Path(self.benchmarks_dir).is_dir(), "benchmarks_dir", "folder does not exist")
 
     # --- derived values ---
     @property
@@ -384,7 +382,8 @@ def resume_differences(stored: GenEnvConfig, requested: GenEnvConfig) -> list[st
 def check_local_paths(config: GenEnvConfig) -> None:
     """Where a run will read and write on this machine, checked before anything loads or registers a run (not on
     every config: a stored config names paths of the machine that ran it). A model given as a path that does not
-    exist is refused instead of being tried as a hub id; `data_dir` must be a writable folder or creatable."""
+    exist is refused instead of being tried as a hub id; `data_dir` must be a writable folder or creatable, and
+    `benchmarks_dir`, when given, a folder."""
     model = Path(config.model).expanduser()
     if _looks_local(config.model) and not (model / "config.json").is_file():
         missing = "does not exist" if not model.exists() else "has no config.json"
@@ -400,6 +399,8 @@ def check_local_paths(config: GenEnvConfig) -> None:
         tempfile.TemporaryFile(dir=data).close()
     except OSError as exc:
         raise ConfigError(f"data_dir: {config.data_dir!r} is not writable ({exc.strerror or exc})") from None
+    if config.benchmarks_dir and not Path(config.benchmarks_dir).is_dir():
+        raise ConfigError(f"benchmarks_dir: folder does not exist (got {config.benchmarks_dir!r})")
     check_cluster(config)
 
 

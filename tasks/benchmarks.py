@@ -40,6 +40,8 @@ class Target:
     precision: str = "float32"
     backend: str = "transformers"
     """The run's generation backend (config.backend), so a run is scored the way it generates."""
+    vllm_adapters: str = "merged"
+    """With backend vllm: how the run's engine got its adapters (config.vllm_adapters)."""
 
 
 def resolve_target(
@@ -63,25 +65,30 @@ def resolve_target(
         raise WarehouseError(f"agent adapter of run {run_id!r} generation {row['generation']} is missing: {checkpoint}")
     stored = warehouse.run_config(run_id)
     precision = precision or stored.precision
-    return Target(run["model"], run_id, row["generation"], checkpoint, precision, stored.backend)
+    return Target(run["model"], run_id, row["generation"], checkpoint, precision, stored.backend, stored.vllm_adapters)
 
 
-def scoring_backend(target: Target, cache_dir: str, batch_size: int) -> GenerationBackend:
-    """The target's agent from the flow's model runtime (loaded once across benchmarks and compared models)."""
-    settings = GenEnvConfig(
+def scoring_config(target: Target, cache_dir: str, batch_size: int) -> GenEnvConfig:
+    """The settings the target's model is loaded and generates with (the entry point validates them)."""
+    return GenEnvConfig(
         model=target.model,
         data_dir=cache_dir,
         precision=target.precision,
         backend=target.backend,
+        vllm_adapters=target.vllm_adapters,
         generation_batch_size=batch_size,
     )
-    return current_runtime().backend(settings, (target.agent_checkpoint, None))
+
+
+def scoring_backend(target: Target, cache_dir: str, batch_size: int) -> GenerationBackend:
+    """The target's agent from the flow's model runtime (loaded once across benchmarks and compared models)."""
+    return current_runtime().backend(scoring_config(target, cache_dir, batch_size), (target.agent_checkpoint, None))
 
 
 def benchmark_items(
     benchmark: str, data_dir: str | Path | None, sizes: dict[str, int] | None = None, limit: int | None = None
 ) -> list[Item]:
-    """The fixed sample of a benchmark's items every model is scored on (evaluation.registry.select_items)."""
+    """The fixed sample of a benchmark's items every model is scored on (evaluation.benchmark_registry.select_items)."""
     return select_items(get_benchmark(benchmark).load(Path(data_dir) if data_dir else None), sizes, limit)
 
 
@@ -179,7 +186,8 @@ def model_fingerprint(target: Target) -> str:
     bytes (not its path: a fork's generation 0 holds its parent's adapter, a copy has the same bytes). The base
     model is named by its spec, not hashed (gigabytes): files replaced under the same path are not noticed."""
     digest = adapter_digest(target.agent_checkpoint) if target.agent_checkpoint else None
-    return json.dumps([target.model, target.precision, target.backend, digest])
+    engine = [target.vllm_adapters] if target.backend == "vllm" else []  # merged and LoRA weights round apart
+    return json.dumps([target.model, target.precision, target.backend, *engine, digest])
 
 
 def answer_key(fingerprint: str, item: Item, max_new_tokens: int) -> str:

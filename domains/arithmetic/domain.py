@@ -33,7 +33,7 @@ SIMULATOR_SYSTEM = (
 AGENT_SYSTEM = "Solve the word problem. Show your working briefly, then end with: Answer: <integer>"
 WORDS = DifficultyWords("problems", "solves", "Make it harder: more steps.", "Make it easier: fewer steps.")
 _LINE = re.compile(r"^\s*(Problem|Expression)\s*:\s*(.+?)\s*$", re.IGNORECASE | re.MULTILINE)
-_ANSWER = re.compile(r"Answer\s*:\s*(-?\d+)", re.IGNORECASE)
+_ANSWER = re.compile(r"Answer\s*:\s*(-?[\d,]*\d(?:\.\d+)?)", re.IGNORECASE)
 
 
 def evaluate(expression: str) -> tuple[int, str]:
@@ -122,14 +122,15 @@ class ArithmeticDomain:
         return task.family
 
     def answer_key(self, task: TaskInstance) -> str:
-        """The arithmetic without spaces: a problem solved by a held-out seed's arithmetic is that seed reworded."""
-        return "".join(task.spec["expression"].split())
+        """The family: the simulator can cross families (write a subtraction from an addition), so a generated
+        problem with a held-out family's operations is that family's sibling, kept out of training."""
+        return task.family
 
     def verify(self, output: str, task: TaskInstance) -> Verdict:
         answers = _ANSWER.findall(output)
         if not answers:
             return Verdict(0.0, None, "no 'Answer: <integer>' line")
-        return Verdict(float(answers[-1] == task.answer), answers[-1])
+        return Verdict(float(float(answers[-1].replace(",", "")) == int(task.answer)), answers[-1])
 
     def demonstrations(self, task: TaskInstance) -> list[tuple[Messages, str]]:
         return [(self.agent_messages(task), f"{task.spec['expression']} = {task.answer}\nAnswer: {task.answer}")]

@@ -25,7 +25,6 @@ def test_defaults_follow_the_paper():
         ({"backend": "tensorrt"}, "backend"),
         ({"generations": "two"}, "generations"),
         ({"warm_start": "maybe"}, "warm_start"),
-        ({"benchmarks_dir": "/no/such/folder"}, "benchmarks_dir"),
         ({"colour": "blue"}, "colour"),
         ({"reward_scope": "seed"}, "reward_scope"),
         ({"simulator_update": "ppo"}, "simulator_update"),

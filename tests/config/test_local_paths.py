@@ -29,6 +29,13 @@ def test_a_model_path_that_does_not_exist_is_refused_not_tried_as_a_hub_id(tmp_p
     check_local_paths(GenEnvConfig(model="HuggingFaceTB/SmolLM2-135M-Instruct", data_dir=str(tmp_path)))  # a hub id
 
 
+def test_a_benchmarks_dir_that_does_not_exist_is_refused_here_not_in_a_stored_config(tmp_path):
+    """A stored config names the folders of the machine that ran it: reading it elsewhere (to score the run) works."""
+    elsewhere = GenEnvConfig(data_dir=str(tmp_path), benchmarks_dir="/no/such/folder")
+    with pytest.raises(ConfigError, match=r"^benchmarks_dir: folder does not exist \(got '/no/such/folder'\)"):
+        check_local_paths(elsewhere)
+
+
 def test_a_data_dir_that_is_a_file_is_refused(tmp_path):
     (tmp_path / "file").write_text("")
     with pytest.raises(ConfigError, match="data_dir: '.*file' is a file, not a folder"):

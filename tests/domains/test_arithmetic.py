@@ -63,7 +63,8 @@ def test_validation_rejects_unstated_numbers_duplicates_and_heldout_arithmetic()
     )
     assert DOMAIN.validate(Candidate("", task), seen).reject_reason == "duplicate"
 
-    heldout = ValidationContext(heldout_calls={"7+5"})
+    # A held-out family's operations, whatever the numbers: the simulator must not cross into a held-out family.
+    heldout = ValidationContext(heldout_calls={DOMAIN.answer_key(parse("Problem: 1 and 2.\nExpression: 1 + 2").task)})
     assert DOMAIN.validate(Candidate("", task), heldout).reject_reason == "heldout_overlap"
 
 
@@ -72,6 +73,10 @@ def test_the_agent_scores_on_its_last_answer_line_exactly():
     assert DOMAIN.verify("7 + 5 = 12\nAnswer: 12", task).reward == 1.0
     assert DOMAIN.verify("Answer: 11\nNo wait. Answer: 12.", task).reward == 1.0
     assert DOMAIN.verify("Answer: 12\nActually Answer: 13", task).reward == 0.0
+    assert DOMAIN.verify("Answer: 012", task).reward == 1.0
+    assert DOMAIN.verify("Answer: 12.5", task).reward == 0.0  # not read as 12
+    big = parse("Problem: 1000 pens and 200 more.\nExpression: 1000 + 200").task
+    assert DOMAIN.verify("Answer: 1,200", big).reward == 1.0  # not read as 1
     unreadable = DOMAIN.verify("twelve", task)
     assert (unreadable.reward, unreadable.parsed_action, unreadable.parse_error) == (
         0.0,
