@@ -7,8 +7,10 @@ for them in sys.modules before the first import; the official functions then run
 
 from __future__ import annotations
 
+import atexit
 import copy
 import os
+import shutil
 import sys
 import tempfile
 import types
@@ -30,7 +32,10 @@ def install_stubs() -> None:
     Results and score folders the package creates on import go to a temporary BFCL_PROJECT_ROOT. The rest of what the
     runner module imports (numpy, pandas, python-dotenv, tqdm, filelock) is in our venv already.
     """
-    os.environ.setdefault("BFCL_PROJECT_ROOT", tempfile.mkdtemp(prefix="bfcl-project-"))
+    if "BFCL_PROJECT_ROOT" not in os.environ:  # one folder per process (it was one per call, 1,041 a suite run)
+        root = tempfile.mkdtemp(prefix="bfcl-project-")
+        atexit.register(shutil.rmtree, root, ignore_errors=True)
+        os.environ["BFCL_PROJECT_ROOT"] = root
     model_config = types.ModuleType("bfcl_eval.constants.model_config")
     model_config.MODEL_CONFIG_MAPPING = {MODEL: types.SimpleNamespace(underscore_to_dot=False, is_fc_model=False)}
     sys.modules[model_config.__name__] = model_config
