@@ -22,9 +22,9 @@ def is_heldout(family: str, fraction: float) -> bool:
     return int.from_bytes(digest[:8], "big") / 2**64 < fraction
 
 
-def generation_rng(seed: int, generation: int, purpose: str) -> random.Random:
+def generation_rng(run_seed: int, generation: int, purpose: str) -> random.Random:
     """One independent random stream per (run seed, generation, purpose)."""
-    return random.Random(f"{seed}/{generation}/{purpose}")
+    return random.Random(f"{run_seed}/{generation}/{purpose}")
 
 
 def sampling_seed(run_seed: int, generation: int, role: str) -> int:
