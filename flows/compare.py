@@ -36,7 +36,7 @@ from genenv.tasks.options import stage
 from genenv.tasks.run_records import new_run_id, register_run
 from genenv.tasks.runtime import model_runtime
 from genenv.warehouse.checkpoints import adapter_exists
-from genenv.warehouse.store import Warehouse
+from genenv.warehouse.store import Warehouse, registered_config
 
 
 @stage("fork-generation-zero")
@@ -174,9 +174,9 @@ def continued_run(warehouse: Warehouse, shared: str, config: GenEnvConfig) -> st
         (pl.col("run_id") == shared) | ((pl.col("parent_run_id") == shared) & (pl.col("parent_generation") == 0))
     )
     same = [
-        run_id
-        for run_id in runs.sort("created_at")["run_id"]
-        if not resume_differences(warehouse.run_config(run_id), config)
+        run["run_id"]
+        for run in runs.sort("created_at").iter_rows(named=True)
+        if not resume_differences(registered_config(run), config)
     ]
     return same[0] if same else None
 

@@ -4,7 +4,7 @@ itself stays data, checking only what its values alone decide (genenv/config.py)
 
 from __future__ import annotations
 
-from genenv.config import ConfigError, GenEnvConfig
+from genenv.config import GenEnvConfig, require
 from genenv.curriculum.generator_rewards import GENERATOR_REWARDS
 from genenv.domains.base import DOMAINS, DomainUnavailable, MultiTurnDomain
 from genenv.models.backends import BACKENDS
@@ -14,8 +14,7 @@ def validate(config: GenEnvConfig) -> GenEnvConfig:
     """`config`, when every name it chooses is registered and can run here; else ConfigError naming the field."""
 
     def need(ok: bool, name: str, why: str) -> None:
-        if not ok:
-            raise ConfigError(f"{name}: {why} (got {getattr(config, name)!r})")
+        require(config, ok, name, why)
 
     need(
         config.generator_reward in GENERATOR_REWARDS,

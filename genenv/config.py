@@ -244,8 +244,7 @@ class GenEnvConfig:
         """What the values alone decide; names looked up in a registry are checked by `validate` at entry points."""
 
         def need(ok: bool, name: str, why: str) -> None:
-            if not ok:
-                raise ConfigError(f"{name}: {why} (got {getattr(self, name)!r})")
+            require(self, ok, name, why)
 
         need(self.generations >= 0, "generations", "must be >= 0")
         need(bool(self.run_name.strip()), "run_name", "must not be empty")
@@ -370,6 +369,12 @@ _NOT_SHAPING = {
 
 RESUMABLE_CHANGES = frozenset({"generations"})
 """Shaping fields a resumed run may change: asking for more generations extends it; nothing made so far differs."""
+
+
+def require(config: GenEnvConfig, ok: bool, name: str, why: str) -> None:
+    """ConfigError naming the field, why, and its value, unless `ok`: the one form of every config check."""
+    if not ok:
+        raise ConfigError(f"{name}: {why} (got {getattr(config, name)!r})")
 
 
 def resume_differences(stored: GenEnvConfig, requested: GenEnvConfig) -> list[str]:

@@ -24,7 +24,7 @@ from genenv.tasks.options import stage
 from genenv.tasks.runtime import current_runtime
 from genenv.warehouse.checkpoints import adapter_digest, adapter_exists
 from genenv.warehouse.schemas import now
-from genenv.warehouse.store import Warehouse, WarehouseError
+from genenv.warehouse.store import Warehouse, WarehouseError, registered_config
 
 BASE_RUN = "base"
 
@@ -63,7 +63,7 @@ def resolve_target(
     checkpoint = row["agent_checkpoint"]
     if not adapter_exists(checkpoint):
         raise WarehouseError(f"agent adapter of run {run_id!r} generation {row['generation']} is missing: {checkpoint}")
-    stored = warehouse.run_config(run_id)
+    stored = registered_config(run)
     precision = precision or stored.precision
     return Target(run["model"], run_id, row["generation"], checkpoint, precision, stored.backend, stored.vllm_adapters)
 

@@ -18,7 +18,7 @@ from genenv.tasks.options import stage
 from genenv.tasks.run_records import new_run_id, register_run
 from genenv.warehouse.checkpoints import adapter_exists
 from genenv.warehouse.schemas import GENERATION_TABLES
-from genenv.warehouse.store import Warehouse
+from genenv.warehouse.store import Warehouse, registered_config
 
 
 def plan_fork(
@@ -41,7 +41,7 @@ def plan_fork(
         if not adapter_exists(folder):
             where = f"{parent_run_id} generation {generation - 1}"
             raise RerunError(f"the {role} checkpoint of {where} is missing: {folder}")
-    stored = warehouse.run_config(parent_run_id)
+    stored = registered_config(parent.row(0, named=True))
     return load_config(None, {**(overrides or {}), "generations": str(generation)}, base=stored)
 
 

@@ -13,7 +13,7 @@ from prefect.context import FlowRunContext
 from genenv.config import ConfigError, GenEnvConfig, resume_differences
 from genenv.tasks.options import stage
 from genenv.warehouse.schemas import SCHEMA_VERSION, now
-from genenv.warehouse.store import Warehouse
+from genenv.warehouse.store import Warehouse, registered_config
 
 
 def new_run_id(run_name: str, started: datetime | None = None, suffix: str | None = None) -> str:
@@ -66,9 +66,8 @@ def register_run(
 
 def stored_config(warehouse: Warehouse, run_id: str) -> GenEnvConfig | None:
     """The config a run was registered with, or None when the warehouse has no such run."""
-    if warehouse.read("runs", run_id=run_id).is_empty():
-        return None
-    return warehouse.run_config(run_id)
+    rows = warehouse.read("runs", run_id=run_id)
+    return None if rows.is_empty() else registered_config(rows.row(0, named=True))
 
 
 @stage("start-run")

@@ -149,8 +149,13 @@ class Warehouse:
         return rows.row(0, named=True)
 
     def run_config(self, run_id: str) -> GenEnvConfig:
-        """The config a run was registered with: the one place a stored `config_json` is read."""
-        return config_from_dict(json.loads(self.run(run_id)["config_json"]))
+        """The config a run was registered with."""
+        return registered_config(self.run(run_id))
+
+
+def registered_config(run: Mapping[str, Any]) -> GenEnvConfig:
+    """The config of a `runs` row: the one place a stored `config_json` is parsed."""
+    return config_from_dict(json.loads(run["config_json"]))
 
 
 @contextmanager
