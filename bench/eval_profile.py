@@ -71,9 +71,9 @@ def vllm_pass(args: argparse.Namespace) -> dict:
     "load model": the CPU build compiles the model there); the verdicts per item for the side-by-side count."""
     items, target = chosen(args)
     target = dataclasses.replace(target, backend="vllm")
-    with model_runtime():
+    with model_runtime() as runtime:
         started = time.perf_counter()
-        backend = scoring_backend(target, args.cache, args.batch_size)
+        backend = scoring_backend(runtime, target, args.cache, args.batch_size)
         backend.generate("agent", [items[0].messages], SamplingSettings(max_new_tokens=1, temperature=0.0))
         load = time.perf_counter() - started
         generate, completions = timed_generate(backend, items)
@@ -121,9 +121,9 @@ def main() -> None:
     items, target = chosen(args)
     benchmark = Bfcl()
     parts["load items"] = time.perf_counter() - started
-    with model_runtime():
+    with model_runtime() as runtime:
         started = time.perf_counter()
-        backend = scoring_backend(target, args.cache, args.batch_size)
+        backend = scoring_backend(runtime, target, args.cache, args.batch_size)
         assert isinstance(backend, TransformersBackend)
         parts["load model"] = time.perf_counter() - started
         started = time.perf_counter()

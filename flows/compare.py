@@ -34,7 +34,7 @@ from genenv.tasks.benchmarks import earlier_evaluation
 from genenv.tasks.fork import copy_snapshot
 from genenv.tasks.options import stage
 from genenv.tasks.run_records import new_run_id, register_run
-from genenv.tasks.runtime import model_runtime
+from genenv.tasks.runtime import ModelRuntime, model_runtime
 from genenv.warehouse.checkpoints import adapter_exists
 from genenv.warehouse.store import Warehouse, registered_config
 
@@ -181,7 +181,7 @@ def continued_run(warehouse: Warehouse, shared: str, config: GenEnvConfig) -> st
     return same[0] if same else None
 
 
-def arm_run(warehouse_uri: str, plan: ArmPlan, shared: str) -> str:
+def arm_run(warehouse_uri: str, plan: ArmPlan, shared: str, runtime: ModelRuntime) -> str:
     """The arm's run, forked from `shared`'s generation 0 or continued where an earlier attempt stopped, with its
     missing generations run."""
     warehouse = Warehouse(warehouse_uri)
@@ -192,7 +192,7 @@ def arm_run(warehouse_uri: str, plan: ArmPlan, shared: str) -> str:
     with tags(f"arm:{plan.arm}"):  # on the generation flow runs, for the UI's filter
         for generation in range(1, plan.config.generations + 1):
             if generation not in committed:
-                run_generation(warehouse_uri, run_id, generation)
+                run_generation(warehouse_uri, run_id, generation, runtime)
     return run_id
 
 
@@ -234,22 +234,20 @@ def compare(
     if from_run is not None:
         check_shared_run(warehouse, from_run, sharing)
 
-    with model_runtime(
-        plans[0].config.placement
-    ):  # one set of models for every arm and evaluation, released at the end
+    with model_runtime(plans[0].config.placement) as models:  # for every arm and evaluation, released at the end
         runs: dict[str, str] = {}
         shared = from_run
         for plan in training:
             if shared is None:
                 with tags(f"arm:{plan.arm}"):
-                    shared = runs[plan.label] = evolve(config=plan.config.to_dict())
+                    shared = runs[plan.label] = evolve(config=plan.config.to_dict(), runtime=models)
                 get_run_logger().info(
                     f"generation 0 is {shared}'s: to continue this comparison, add --from-run {shared}"
                 )
                 continue
-            runs[plan.label] = arm_run(warehouse_uri, plan, shared)
+            runs[plan.label] = arm_run(warehouse_uri, plan, shared, models)
         if shared is None and sharing:
-            shared = evolve(config=sharing[0].config.to_dict())
+            shared = evolve(config=sharing[0].config.to_dict(), runtime=models)
         runs["g0"] = shared
         for plan in sharing:
             if plan.role == GENERATION_ZERO:
@@ -268,10 +266,11 @@ def compare(
                 warehouse_uri=warehouse_uri,
                 cache_dir=plans[0].config.data_dir,
                 items=items,
+                runtime=models,
             )
             return Scored(label, batch, run_id or "base", generation, on)
 
-        models = [scored(*entry) for entry in models_to_score(plans, every_generation)]
+        scores = [scored(*entry) for entry in models_to_score(plans, every_generation)]
 
     command = command_line(
         arms, config_file, overrides, names, benchmarks_dir, limit, items, every_generation, seeds, from_run
@@ -282,7 +281,7 @@ def compare(
         config=load_config(config_file, overrides).to_dict(),
         arms=[(plan.label, plan.role, runs.get(plan.label), plan.overrides) for plan in plans],
         shared_run=shared,
-        models=models,
+        models=scores,
         pairs=comparison_pairs(plans),
         items=dict(items or {}),
         limit=limit,

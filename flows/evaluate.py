@@ -1,6 +1,7 @@
 """The evaluate flow: score the base model, or a run's agent at a generation, on benchmark data.
 
-One stage per benchmark (a failure or retry stays in that benchmark); the model loads once per process.
+One stage per benchmark (a failure or retry stays in that benchmark); the model loads once per flow run, or once
+for all the models a comparison scores when it hands this flow its runtime.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from genenv.evaluation.runner import DEFAULT_BENCHMARKS
 from genenv.flows.validation import validate
 from genenv.models.loading import EMBEDDED_MODEL
 from genenv.tasks.benchmarks import evaluate_benchmark, resolve_target, scoring_config
-from genenv.tasks.runtime import model_runtime
+from genenv.tasks.runtime import ModelRuntime, model_runtime
 from genenv.warehouse.schemas import now
 from genenv.warehouse.store import Warehouse
 
@@ -48,6 +49,7 @@ def evaluate(
     precision: str | None = None,
     batch_size: int = 16,
     items: dict[str, int] | None = None,
+    runtime: ModelRuntime | None = None,
 ) -> str:
     """Returns the evaluation batch id; its rows have eval_id `<batch>/<benchmark>/<category>/<metric>`.
 
@@ -55,13 +57,16 @@ def evaluate(
     base model and `model` is ignored. Items per category: `items[category]` (0 leaves it out), else `limit`, else
     all, always the same ones for a given size (evaluation.benchmark_registry.select_items). `precision` defaults to the
     run's (float32 for a base model). `data_dir` holds the benchmarks not published as packages (API-Bank,
-    Bamboogle; genenv/benchmark_data.py): a benchmark whose data is absent is skipped with a warning.
+    Bamboogle; genenv/benchmark_data.py): a benchmark whose data is absent is skipped with a warning. `runtime`:
+    the calling flow's models (compare's, across the models it scores); without it, this flow loads its own.
     """
     names = benchmarks_to_score(benchmarks, data_dir, items)
     target = resolve_target(Warehouse(warehouse_uri), model, run_id, generation, precision)
     validate(scoring_config(target, cache_dir, batch_size))  # a backend that cannot run here fails before loading
     eval_batch = f"{target.run_id}-{now():%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"
-    with model_runtime():
+    with model_runtime(given=runtime) as models:
         for name in names:
-            evaluate_benchmark(target, name, eval_batch, data_dir, limit, warehouse_uri, cache_dir, batch_size, items)
+            evaluate_benchmark(
+                models, target, name, eval_batch, data_dir, limit, warehouse_uri, cache_dir, batch_size, items
+            )
     return eval_batch

@@ -12,7 +12,7 @@ from genenv.flows.generation import run_generation
 from genenv.flows.parameters import ConfigOverrides, override_values
 from genenv.flows.validation import validate
 from genenv.tasks.run_records import flow_run_run_id, name_flow_run, start_run, stored_config
-from genenv.tasks.runtime import model_runtime
+from genenv.tasks.runtime import ModelRuntime, model_runtime
 from genenv.warehouse.leases import run_lease
 from genenv.warehouse.store import Warehouse
 
@@ -23,6 +23,7 @@ def evolve(
     config_file: str | None = None,
     overrides: ConfigOverrides | None = None,
     run_id: str | None = None,
+    runtime: ModelRuntime | None = None,
 ) -> str:
     """Generation 0 (seeds, warm start) then generations 1..T; resumes after the last committed one.
 
@@ -36,6 +37,7 @@ def evolve(
         overrides: Config fields to set on top of the file; empty fields keep the file's value.
         run_id: The genenv run. One in the warehouse resumes with its stored config (the file and overrides apply
             on top, and one that would change how results are made is refused); a new id starts that run.
+        runtime: The calling flow's models (compare's, across its arms); without it, this flow loads its own.
     """
     overrides = override_values(overrides)
     settings = config_from_dict(config) if config is not None else load_config(config_file, overrides)
@@ -52,8 +54,11 @@ def evolve(
         run_tags = [f"run:{settings.run_name}", f"arm:{arm_of(settings)}", f"domain:{settings.domain}"]
         name_flow_run(run_id, run_tags)
         done = set(Warehouse(warehouse_uri).committed(run_id)["generation"].to_list())
-        with model_runtime(settings.placement), tags(*run_tags):  # the generation flow runs carry the run's tags too
+        with (
+            model_runtime(settings.placement, given=runtime) as models,
+            tags(*run_tags),
+        ):  # the generations' flow runs too
             for generation in range(settings.generations + 1):
                 if generation not in done:
-                    run_generation(warehouse_uri, run_id, generation)
+                    run_generation(warehouse_uri, run_id, generation, models)
     return run_id

@@ -18,7 +18,7 @@ from genenv.tasks.heldout import evaluate_heldout
 from genenv.tasks.options import stage_tags
 from genenv.tasks.rewards import rewards
 from genenv.tasks.rollout import rollout
-from genenv.tasks.runtime import model_runtime
+from genenv.tasks.runtime import ModelRuntime, model_runtime
 from genenv.tasks.seed import seed_pool
 from genenv.tasks.verify import verify
 from genenv.tasks.warm_start import warm_start
@@ -26,10 +26,11 @@ from genenv.warehouse.leases import run_lease
 
 
 @flow(name="genenv-generation", flow_run_name="{run_id}-g{generation}")
-def run_generation(warehouse_uri: str, run_id: str, generation: int) -> dict:
-    """Returns the commit's counts and each stage's seconds."""
-    ref = GenerationRef(warehouse_uri, run_id, generation)
-    with run_lease(warehouse_uri, run_id), model_runtime(), stage_tags():  # tags: on this flow run, off its tasks
+def run_generation(warehouse_uri: str, run_id: str, generation: int, runtime: ModelRuntime | None = None) -> dict:
+    """Returns the commit's counts and each stage's seconds. `runtime`: the calling flow's models (evolve's, across
+    its generations); without it, this flow loads its own and releases them at the end."""
+    with run_lease(warehouse_uri, run_id), model_runtime(given=runtime) as models, stage_tags():  # tags: off stages
+        ref = GenerationRef(warehouse_uri, run_id, generation, models)
         adapters, measured, stages = generation_zero(ref) if generation == 0 else genenv_generation(ref)
         committed = commit(measured, adapters, stages)
     return {**committed.counts, "seconds": {output.stage: output.seconds for output in [*stages, committed]}}

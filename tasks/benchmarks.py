@@ -21,7 +21,7 @@ from genenv.evaluation.runner import ItemResult, run_benchmark, scored, summaris
 from genenv.models.sampling import GenerationBackend
 from genenv.tasks.context import progress_bar
 from genenv.tasks.options import stage
-from genenv.tasks.runtime import current_runtime
+from genenv.tasks.runtime import ModelRuntime
 from genenv.warehouse.checkpoints import adapter_digest, adapter_exists
 from genenv.warehouse.schemas import now
 from genenv.warehouse.store import Warehouse, WarehouseError, registered_config
@@ -80,9 +80,9 @@ def scoring_config(target: Target, cache_dir: str, batch_size: int) -> GenEnvCon
     )
 
 
-def scoring_backend(target: Target, cache_dir: str, batch_size: int) -> GenerationBackend:
+def scoring_backend(runtime: ModelRuntime, target: Target, cache_dir: str, batch_size: int) -> GenerationBackend:
     """The target's agent from the flow's model runtime (loaded once across benchmarks and compared models)."""
-    return current_runtime().backend(scoring_config(target, cache_dir, batch_size), (target.agent_checkpoint, None))
+    return runtime.backend(scoring_config(target, cache_dir, batch_size), (target.agent_checkpoint, None))
 
 
 def benchmark_items(
@@ -126,6 +126,7 @@ def earlier_evaluation(
 
 @stage("evaluate-benchmark", gpu=True)
 def evaluate_benchmark(
+    runtime: ModelRuntime,
     target: Target,
     benchmark: str,
     eval_batch: str,
@@ -162,7 +163,9 @@ def evaluate_benchmark(
     with progress_bar(f"eval {benchmark}", total=len(chosen)) as bar:
         bar.update(len(chosen) - len(todo))
         generated = iter(
-            run_benchmark(scoring_backend(target, cache_dir, batch_size), scorer, todo, bar.update) if todo else []
+            run_benchmark(scoring_backend(runtime, target, cache_dir, batch_size), scorer, todo, bar.update)
+            if todo
+            else []
         )
     results = [
         replace(scored(scorer, item, known[key]) if key in known else next(generated), answer_key=key)

@@ -125,7 +125,7 @@ def never_committed(*_: object) -> None:
     """The flow commits only generations that are not committed yet; the commit itself is one atomic write."""
 
 
-@generation_stage(done=never_committed)
+@generation_stage(done=never_committed, writes=("generations",))
 def commit(measured: Measured, adapters: Adapters, stages: list[StageOutput]) -> StageOutput:
     ref = measured.ref
     config = ref.config

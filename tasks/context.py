@@ -1,16 +1,17 @@
 """What every stage needs: the generation it works on, the run's config, and the loaded models.
 
-Stages receive a `GenerationRef` from the flow: a few strings and ints, and the run's stored config and domain,
-read once per generation. The models are the flow's `model_runtime()` (tasks/runtime.py), keyed by the
-checkpoints they were loaded from, so consecutive stages and generations reuse them instead of reloading.
+Stages receive a `GenerationRef` from the flow: the run, the generation and the warehouse, the run's stored config
+and domain, read once per generation, and the flow's model runtime (tasks/runtime.py). The runtime keys its
+models by the checkpoints they were loaded from, so consecutive stages and generations reuse them instead of
+reloading.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -19,21 +20,31 @@ from genenv.curriculum.pools import draw, generation_rng
 from genenv.domains.base import Domain, TaskInstance, get_domain
 from genenv.models.sampling import SamplingSettings
 from genenv.tasks.artifacts import StageProgress
+from genenv.tasks.runtime import ModelRuntime
 from genenv.warehouse.store import Warehouse
 
 
 @dataclass(frozen=True)
 class GenerationRef:
-    """What the flow hands every stage: which run, which generation, which warehouse, and, read once on first use
-    and held by this object (no process-wide cache), the run's stored config and its domain."""
+    """What the flow hands every stage: which run, which generation, which warehouse, the flow's models, and, read
+    once on first use and held by this object (no process-wide cache), the run's stored config and its domain."""
 
     warehouse_uri: str
     run_id: str
     generation: int
+    runtime: ModelRuntime = field(compare=False, repr=False)
+    versions: Mapping[str, int] = field(default_factory=dict, compare=False)
+    """The Delta version of each table as this generation's earlier stages left it: what a stage reads them at."""
 
     @cached_property
     def warehouse(self) -> Warehouse:
-        return Warehouse(self.warehouse_uri)
+        return Warehouse(self.warehouse_uri, pinned=self.versions)
+
+    def at(self, versions: Mapping[str, int]) -> GenerationRef:
+        """This generation with its tables read at `versions`; the config and domain already read come along."""
+        pinned = replace(self, versions=dict(versions))
+        pinned.__dict__.update({name: self.__dict__[name] for name in ("config", "domain") if name in self.__dict__})
+        return pinned
 
     @cached_property
     def config(self) -> GenEnvConfig:

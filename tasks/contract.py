@@ -1,10 +1,12 @@
 """The stage contract: what every generation stage does alike, so a stage's body is only its own work.
 
 A stage maps one typed reference to the next, as Algorithm 1 reads (GenerationRef -> TaskSet -> Rollouts ->
-Scored -> Rewarded -> Adapters -> Measured): a few strings and counts that say where the stage's data is, never
-data frames or models. `generation_stage` owns what was written nine times before: the Prefect task options, the
-timer, the "already done?" check (a retry or a resumed run skips finished work and still hands its output on),
-the crash point the fault-injection tests use, and one name per stage: the function's, hyphenated.
+Scored -> Rewarded -> Adapters -> Measured): where the stage's data is, never data frames or models. Each output's
+`ref.versions` holds the Delta version of every table the generation's stages have written so far, and the next
+stage reads those tables at those versions: it sees what its predecessors handed on and nothing written since.
+`generation_stage` owns what every stage does alike: the Prefect task options, the timer, the "already done?" check
+(a retry or a resumed run skips finished work and still hands its output on), the table versions, the crash point
+the fault-injection tests use, and one name per stage: the function's, hyphenated.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from genenv.tasks.options import stage
 
 @dataclass(frozen=True)
 class StageOutput:
-    """Where a stage left its data, what it counted, and how it went (filled in by `generation_stage`)."""
+    """Where a stage left its data (`ref.versions`: the tables as it handed them on, plus a staged file or adapter
+    folders in some outputs), what it counted, and how it went (filled in by `generation_stage`)."""
 
     ref: GenerationRef
     counts: Mapping[str, Any] = field(default_factory=dict)
@@ -79,9 +82,12 @@ def upstream_ref(upstream: GenerationRef | StageOutput) -> GenerationRef:
     return upstream if isinstance(upstream, GenerationRef) else upstream.ref
 
 
-def generation_stage(*, done: Callable[..., Out | None], gpu: bool = False) -> Callable[[Callable[..., Out]], Any]:
+def generation_stage(
+    *, done: Callable[..., Out | None], writes: tuple[str, ...] = (), gpu: bool = False
+) -> Callable[[Callable[..., Out]], Any]:
     """Decorator for a stage `body(upstream, ...) -> Out`; `done(upstream, ...)` returns the output when the work is
-    already in the warehouse (then the body does not run), else None."""
+    already in the warehouse (then the body does not run), else None. `writes`: the tables the stage appends to,
+    which it reads at their latest version (its own rows, for `done`) and hands on at the version it left them."""
 
     def decorate(body: Callable[..., Out]) -> Any:
         name = body.__name__.replace("_", "-")
@@ -89,13 +95,17 @@ def generation_stage(*, done: Callable[..., Out | None], gpu: bool = False) -> C
         @functools.wraps(body)
         def run(upstream: GenerationRef | StageOutput, *args: Any) -> Out:
             started = time.perf_counter()
-            generation = upstream_ref(upstream).generation
-            crash_point(f"g{generation}:before:{name}")
+            handed = upstream_ref(upstream)
+            ref = handed.at({table: v for table, v in handed.versions.items() if table not in writes})
+            upstream = ref if isinstance(upstream, GenerationRef) else dataclasses.replace(upstream, ref=ref)
+            crash_point(f"g{ref.generation}:before:{name}")
             found = done(upstream, *args)
             output = body(upstream, *args) if found is None else found
-            crash_point(f"g{generation}:end:{name}")
+            crash_point(f"g{ref.generation}:end:{name}")
+            written = {table: ref.warehouse.version(table) for table in writes}
+            ref = ref.at({**ref.versions, **{table: v for table, v in written.items() if v is not None}})
             seconds = round(time.perf_counter() - started, 2)
-            return dataclasses.replace(output, stage=name, seconds=seconds, skipped=found is not None)
+            return dataclasses.replace(output, ref=ref, stage=name, seconds=seconds, skipped=found is not None)
 
         return stage(name, gpu=gpu)(run)
 

@@ -18,15 +18,9 @@ from genenv.domains.base import AbstainingDomain, TaskInstance
 from genenv.faults import crash_point
 from genenv.models.grpo import GroupSample, group_advantages, grpo_update
 from genenv.models.rwr import encode_example, weighted_sft
+from genenv.tasks.adapter_lineage import committed_checkpoints, own_adapters, reference_checkpoints, save_policy
 from genenv.tasks.context import GenerationRef, load_tasks, pool_ids, progress_bar
 from genenv.tasks.contract import Adapters, Rewarded, generation_stage
-from genenv.tasks.runtime import (
-    committed_checkpoints,
-    current_runtime,
-    own_adapters,
-    reference_checkpoints,
-    save_policy,
-)
 from genenv.tasks.simulator_update import train_simulator
 from genenv.tasks.training_log import training_rows
 
@@ -106,12 +100,12 @@ def adapters_trained(rewarded: Rewarded) -> Adapters | None:
     return own_adapters(ref) if ref.warehouse.has_rows("training", ref.run_id, ref.generation) else None
 
 
-@generation_stage(done=adapters_trained, gpu=True)
+@generation_stage(done=adapters_trained, writes=("training",), gpu=True)
 def finetune(rewarded: Rewarded) -> Adapters:
     ref = rewarded.ref
     config, warehouse = ref.config, ref.warehouse
     previous = committed_checkpoints(ref, ref.generation - 1)
-    policy = current_runtime().training(config, previous, reference_checkpoints(ref))
+    policy = ref.runtime.training(config, previous, reference_checkpoints(ref))
 
     samples, batch = agent_groups(ref)
     steps = config.agent_epochs * math.ceil(len(samples) / config.agent_minibatch_size)

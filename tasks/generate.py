@@ -14,6 +14,7 @@ from genenv.domains.base import AbstainingDomain, Domain, TaskInstance, Validati
 from genenv.domains.decontamination import domain_index
 from genenv.faults import crash_point
 from genenv.models.sampling import SamplingSettings
+from genenv.tasks.adapter_lineage import committed_checkpoints, reference_checkpoints
 from genenv.tasks.context import (
     GenerationRef,
     heldout_seeds,
@@ -24,7 +25,6 @@ from genenv.tasks.context import (
     task_generation,
 )
 from genenv.tasks.contract import TaskSet, generation_stage, tasks_written
-from genenv.tasks.runtime import committed_checkpoints, current_runtime, reference_checkpoints
 
 
 def recent_success_rate(ref: GenerationRef) -> float | None:
@@ -37,7 +37,7 @@ def recent_success_rate(ref: GenerationRef) -> float | None:
     return metrics.get("heldout_success") if fresh is None else fresh
 
 
-@generation_stage(done=tasks_written, gpu=True)
+@generation_stage(done=tasks_written, writes=("tasks",), gpu=True)
 def generate(ref: GenerationRef) -> TaskSet:
     config, warehouse, domain = ref.config, ref.warehouse, ref.domain
     if task_generation(ref) != ref.generation:
@@ -45,14 +45,12 @@ def generate(ref: GenerationRef) -> TaskSet:
 
     known = load_tasks(ref)
     pool = subset(known, pool_ids(ref, "train", ref.generation - 1))
-    seeds_pool = list(pool.values())
-    seeds = draw(seeds_pool, config.seeds_per_generation, generation_rng(config.seed, ref.generation, "seeds"))
+    d_train = list(pool.values())
+    seed_tasks = draw(d_train, config.seeds_per_generation, generation_rng(config.seed, ref.generation, "seeds"))
     success = recent_success_rate(ref)
-    contexts = [domain.simulator_messages(seed, success, alpha=config.alpha, k_min=config.k_min) for seed in seeds]
+    contexts = [domain.simulator_messages(task, success, alpha=config.alpha, k_min=config.k_min) for task in seed_tasks]
     conversations = [c for c in contexts for _ in range(config.variations_per_seed)]
-    backend = current_runtime().backend(
-        config, committed_checkpoints(ref, ref.generation - 1), reference_checkpoints(ref)
-    )
+    backend = ref.runtime.backend(config, committed_checkpoints(ref, ref.generation - 1), reference_checkpoints(ref))
     sampling = SamplingSettings(
         max_new_tokens=config.simulator_max_new_tokens,
         temperature=config.simulator_temperature,
@@ -70,12 +68,12 @@ def generate(ref: GenerationRef) -> TaskSet:
         heldout_calls={domain.answer_key(t) for t in heldout_seeds(ref, known)},
     )
     rows = []
-    for i, seed in enumerate(seeds):
+    for i, seed_task in enumerate(seed_tasks):
         batch_id = ref.key(f"b{i}")
         for j in range(config.variations_per_seed):
             completion = completions[i * config.variations_per_seed + j]
             candidate = domain.parse_candidate(
-                completion.text, seed, task_id=f"{batch_id}/v{j}", truncated=not completion.finished
+                completion.text, seed_task, task_id=f"{batch_id}/v{j}", truncated=not completion.finished
             )
             candidate = domain.validate(candidate, context)
             if candidate.valid:
@@ -87,9 +85,9 @@ def generate(ref: GenerationRef) -> TaskSet:
                     "generation": ref.generation,
                     "task_id": f"{batch_id}/v{j}",
                     "origin": "simulator",
-                    "seed_task_id": seed.task_id,
+                    "seed_task_id": seed_task.task_id,
                     "batch_id": batch_id,
-                    "family": seed.family,
+                    "family": seed_task.family,
                     "question": None if task_ is None else task_.question,
                     "spec_json": None if task_ is None else json.dumps(task_.spec, sort_keys=True),
                     "answer": None if task_ is None else task_.answer,
@@ -103,7 +101,7 @@ def generate(ref: GenerationRef) -> TaskSet:
                 }
             )
     valid = sum(r["valid"] for r in rows)
-    abstentions = [_abstention_row(ref, t, offered) for t, offered in abstentions_for(ref, domain, seeds_pool, valid)]
+    abstentions = [_abstention_row(ref, t, offered) for t, offered in abstentions_for(ref, domain, d_train, valid)]
     warehouse.append("tasks", rows + abstentions)
     return TaskSet(ref, {"outputs": len(rows), "valid": valid, "abstention_tasks": len(abstentions)})
 

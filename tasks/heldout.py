@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import polars as pl
 
+from genenv.tasks.adapter_lineage import reference_checkpoints
 from genenv.tasks.answers import answer_tasks, record_turns, trajectory_rows
 from genenv.tasks.context import fresh_tasks, greedy_sampling, load_tasks, probe_set
 from genenv.tasks.contract import Adapters, Measured, generation_stage
-from genenv.tasks.runtime import current_runtime, reference_checkpoints
 
 
 def heldout_measured(adapters: Adapters) -> Measured | None:
@@ -18,7 +18,7 @@ def heldout_measured(adapters: Adapters) -> Measured | None:
     )
 
 
-@generation_stage(done=heldout_measured, gpu=True)
+@generation_stage(done=heldout_measured, writes=("trajectories", "turns"), gpu=True)
 def evaluate_heldout(adapters: Adapters) -> Measured:
     ref = adapters.ref
     config, warehouse = ref.config, ref.warehouse
@@ -29,7 +29,7 @@ def evaluate_heldout(adapters: Adapters) -> Measured:
     work = [(known[i], "heldout") for i in ids]
     if ref.generation > 0:
         work += [(t, "probe_after") for t in probe_set(ref, fresh_tasks(ref, known))]
-    backend = current_runtime().backend(config, (adapters.agent, adapters.simulator), reference_checkpoints(ref))
+    backend = ref.runtime.backend(config, (adapters.agent, adapters.simulator), reference_checkpoints(ref))
     answers = answer_tasks(ref, backend, work, 1, greedy_sampling(config), "held-out eval and probe")
     rows, turns = trajectory_rows(ref, answers)
     record_turns(ref, turns)

@@ -34,7 +34,7 @@ def never_done(_: StageOutput) -> None:
     """Rewards are recomputed from the verdicts each time; each table is written only when missing."""
 
 
-@generation_stage(done=never_done)
+@generation_stage(done=never_done, writes=("batches", "pool"))
 def rewards(scored: Scored) -> Rewarded:
     ref = scored.ref
     config, warehouse = ref.config, ref.warehouse

@@ -9,6 +9,7 @@ import polars as pl
 
 from genenv.curriculum.pools import draw, generation_rng, sampling_seed
 from genenv.models.sampling import SamplingSettings
+from genenv.tasks.adapter_lineage import committed_checkpoints, reference_checkpoints
 from genenv.tasks.answers import answer_tasks
 from genenv.tasks.context import (
     fresh_tasks,
@@ -19,7 +20,6 @@ from genenv.tasks.context import (
     subset,
 )
 from genenv.tasks.contract import Rollouts, TaskSet, generation_stage
-from genenv.tasks.runtime import committed_checkpoints, current_runtime, reference_checkpoints
 from genenv.tasks.staging import read_staged, staging_path, write_staged
 
 
@@ -47,9 +47,7 @@ def rollout(tasks: TaskSet) -> Rollouts:
         top_p=config.agent_top_p,
         seed=sampling_seed(config.seed, ref.generation, "agent"),
     )
-    backend = current_runtime().backend(
-        config, committed_checkpoints(ref, ref.generation - 1), reference_checkpoints(ref)
-    )
+    backend = ref.runtime.backend(config, committed_checkpoints(ref, ref.generation - 1), reference_checkpoints(ref))
     rollouts = answer_tasks(ref, backend, work, config.rollouts_per_task, sampling, "rollout")
     probes = [(t, "probe_before") for t in probe_set(ref, fresh)]
     before = answer_tasks(ref, backend, probes, 1, greedy_sampling(config), "probe before update")

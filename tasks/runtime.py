@@ -1,9 +1,9 @@
 """The models of a flow run: loaded once, reused across its stages and generations, released when it ends.
 
-The outermost flow opens `model_runtime()`; stages (Prefect tasks run in the flow's thread) find it with
-`current_runtime()`, and nested flows (a generation inside `evolve`, arms inside `compare`) reuse it. Stages ask
-for the policy "as of" a set of checkpoints: if the in-memory adapters came from exactly those they are reused,
-otherwise loaded. A stage that trains marks the policy dirty first, so a crash mid-update never lets a later stage
+The outermost flow opens `model_runtime()` and hands the runtime on as an argument: to nested flows (a generation
+inside `evolve`, arms inside `compare`) and, inside the `GenerationRef`, to every stage. Stages ask for the policy
+"as of" a set of checkpoints: if the in-memory adapters came from exactly those they are reused, otherwise loaded.
+A stage that trains marks the policy dirty first, so a crash mid-update never lets a later stage
 reuse half-trained weights.
 
 With `backend: vllm` the runtime also holds the run's one vLLM engine (models/vllm.py): started by the first stage
@@ -16,22 +16,17 @@ instead (tasks/workers.py), which load the published adapters the same way.
 from __future__ import annotations
 
 import gc
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from genenv.config import GenEnvConfig, Placement
 from genenv.models.backends import BACKENDS
 from genenv.models.loading import resolve_base_model
-from genenv.models.policy import ROLES, LoraSettings, PolicyPair
+from genenv.models.policy import LoraSettings, PolicyPair
 from genenv.models.sampling import GenerationBackend
-from genenv.tasks.context import GenerationRef
-from genenv.tasks.contract import Adapters
 from genenv.tasks.workers import RayBackend, RayWorkers, WorkerSettings, adapter_cache, local_adapters
-from genenv.warehouse.checkpoints import checkpoint_uri, publish_adapter
 
 if TYPE_CHECKING:
     from genenv.models.vllm import VllmEngine
@@ -42,6 +37,12 @@ NO_CHECKPOINTS: Checkpoints = (None, None)
 
 
 class ModelRuntime:
+    """A handle on the models one flow run has loaded. Flows take it as a parameter, and Prefect stores a
+    parameter it cannot encode as JSON as its type name; the slots (no `__dict__`) make sure Prefect gives up at
+    once instead of walking the loaded tensors."""
+
+    __slots__ = ("placement", "_policy", "_identity", "_loaded_from", "_version", "_engine", "_workers")
+
     def __init__(self, placement: Placement | None = None) -> None:
         self.placement = placement
         """Where generation computes, from the command that opened the runtime; None: each stage's config says."""
@@ -143,69 +144,16 @@ def _local(config: GenEnvConfig, folders: Checkpoints) -> dict[str, Path | None]
     return local_adapters(folders, adapter_cache(config))
 
 
-_CURRENT: ContextVar[ModelRuntime | None] = ContextVar("genenv_model_runtime", default=None)
-
-
 @contextmanager
-def model_runtime(placement: Placement | None = None) -> Iterator[ModelRuntime]:
-    """The flow's models: a new runtime, released on exit, unless an enclosing flow already holds one. `placement`:
-    the invoking command's (a resumed run's stored config holds where it ran before, not where it runs now)."""
-    outer = _CURRENT.get()
-    if outer is not None:
-        yield outer
+def model_runtime(placement: Placement | None = None, given: ModelRuntime | None = None) -> Iterator[ModelRuntime]:
+    """The flow's models: `given` when the calling flow holds them (a generation inside evolve, an arm inside
+    compare), else a new runtime, released on exit. `placement`: the invoking command's (a resumed run's stored
+    config holds where it ran before, not where it runs now)."""
+    if given is not None:
+        yield given
         return
     runtime = ModelRuntime(placement)
-    token = _CURRENT.set(runtime)
     try:
         yield runtime
     finally:
-        _CURRENT.reset(token)
         runtime.release()
-
-
-def current_runtime() -> ModelRuntime:
-    runtime = _CURRENT.get()
-    if runtime is None:
-        raise RuntimeError("a stage that loads models runs inside a flow that holds `model_runtime()`")
-    return runtime
-
-
-def committed_checkpoints(ref: GenerationRef, generation: int) -> Checkpoints:
-    """The adapters a committed generation ended with."""
-    row = ref.warehouse.read("generations", run_id=ref.run_id, generation=generation)
-    if row.is_empty():
-        raise RuntimeError(f"run {ref.run_id} has no committed generation {generation} to start from")
-    return row["agent_checkpoint"][0], row["simulator_checkpoint"][0]
-
-
-def reference_checkpoints(ref: GenerationRef) -> Checkpoints:
-    """The KL reference of each role: its adapter after the warm start (generation 0), frozen; the base model
-    when there was no warm start (then the generation-0 adapters equal the base anyway)."""
-    if ref.generation == 0 or not ref.config.warm_start:
-        return NO_CHECKPOINTS
-    return committed_checkpoints(ref, 0)
-
-
-def own_checkpoints(ref: GenerationRef) -> Checkpoints:
-    """Where this generation publishes (and later finds) its trained adapters: under the warehouse root."""
-    agent, simulator = (checkpoint_uri(ref.warehouse_uri, ref.run_id, ref.generation, role) for role in ROLES)
-    return agent, simulator
-
-
-def own_adapters(ref: GenerationRef, counts: dict | None = None) -> Adapters:
-    """This generation's trained adapters as the stage output that hands them on."""
-    agent, simulator = own_checkpoints(ref)
-    return Adapters(ref, counts or {}, agent=agent, simulator=simulator)
-
-
-def save_policy(ref: GenerationRef, policy: PolicyPair) -> Checkpoints:
-    """Save both adapters locally, then publish them to the warehouse root (a folder or S3)."""
-    checkpoints = own_checkpoints(ref)
-    scratch = Path(ref.config.data_dir).resolve() / "cache"
-    scratch.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=scratch) as staging:
-        for role, uri in zip(ROLES, checkpoints, strict=True):
-            policy.save_adapter(role, Path(staging) / role)
-            publish_adapter(Path(staging) / role, uri)
-    current_runtime().saved(checkpoints)
-    return checkpoints

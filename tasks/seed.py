@@ -35,7 +35,7 @@ def log_decontamination(domain: Domain, benchmarks_dir: str) -> None:
     _logger().info(line + "".join(f"; not checked, {missing}" for missing in sets.values() if missing is not None))
 
 
-@generation_stage(done=tasks_written)
+@generation_stage(done=tasks_written, writes=("tasks", "pool"))
 def seed_pool(ref: GenerationRef) -> TaskSet:
     config, warehouse = ref.config, ref.warehouse
     domain = ref.domain

@@ -15,7 +15,7 @@ def rollouts_scored(rollouts: Rollouts) -> Scored | None:
     return None if trajectories.filter(pl.col("purpose") != "heldout").is_empty() else Scored(ref)
 
 
-@generation_stage(done=rollouts_scored)
+@generation_stage(done=rollouts_scored, writes=("trajectories", "turns"))
 def verify(rollouts: Rollouts) -> Scored:
     ref = rollouts.ref
     answers = read_staged(rollouts.uri)

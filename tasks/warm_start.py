@@ -12,9 +12,9 @@ import random
 from genenv.curriculum.pools import draw, generation_rng
 from genenv.domains.base import AbstainingDomain, Domain, TaskInstance
 from genenv.models.rwr import encode_example, weighted_sft
+from genenv.tasks.adapter_lineage import own_adapters, own_checkpoints, save_policy
 from genenv.tasks.context import load_tasks, pool_ids, progress_bar
 from genenv.tasks.contract import Adapters, TaskSet, generation_stage
-from genenv.tasks.runtime import current_runtime, own_adapters, own_checkpoints, save_policy
 from genenv.tasks.training_log import training_rows
 from genenv.warehouse.checkpoints import adapter_exists
 
@@ -27,18 +27,18 @@ def warm_started(seeds: TaskSet) -> Adapters | None:
     return own_adapters(ref) if saved and trained else None
 
 
-@generation_stage(done=warm_started, gpu=True)
+@generation_stage(done=warm_started, writes=("training",), gpu=True)
 def warm_start(seeds: TaskSet) -> Adapters:
     ref = seeds.ref
     config, warehouse, domain = ref.config, ref.warehouse, ref.domain
-    policy = current_runtime().training(config, (None, None))
+    policy = ref.runtime.training(config, (None, None))
     if not config.warm_start:
         save_policy(ref, policy)
         return own_adapters(ref, {"agent_rows": 0, "simulator_rows": 0})
 
     rng = generation_rng(config.seed, 0, "warm-start")
-    seeds = list(load_tasks(ref, pool_ids(ref, "train", 0)).values())
-    chosen = draw(seeds, config.warm_start_examples or len(seeds), rng)
+    seed_tasks = list(load_tasks(ref, pool_ids(ref, "train", 0)).values())
+    chosen = draw(seed_tasks, config.warm_start_examples or len(seed_tasks), rng)
     tokenizer = policy.tokenizer
     agent_examples = [
         encode_example(tokenizer, messages, reply) for s in chosen for messages, reply in domain.demonstrations(s)
@@ -46,10 +46,10 @@ def warm_start(seeds: TaskSet) -> Adapters:
     simulator_examples = [
         encode_example(
             tokenizer,
-            domain.simulator_messages(seed, success, alpha=config.alpha, k_min=config.k_min),
+            domain.simulator_messages(seed_task, success, alpha=config.alpha, k_min=config.k_min),
             domain.simulator_target(sibling),
         )
-        for seed, sibling, success in sibling_pairs(domain, seeds, chosen, rng, config.alpha, config.k_min)
+        for seed_task, sibling, success in sibling_pairs(domain, seed_tasks, chosen, rng, config.alpha, config.k_min)
     ]
     rows = []
     for role, examples in (("agent", agent_examples), ("simulator", simulator_examples)):

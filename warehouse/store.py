@@ -30,8 +30,11 @@ TABLE_CONFIGURATION = {"delta.enableExpiredLogCleanup": "false"}
 
 
 class Warehouse:
-    def __init__(self, root_uri: str) -> None:
+    def __init__(self, root_uri: str, pinned: Mapping[str, int] | None = None) -> None:
         self.root_uri = root_uri.rstrip("/")
+        self.pinned: Mapping[str, int] = dict(pinned or {})
+        """Tables read at a fixed version (what an earlier stage handed on) unless a read names another; never
+        written through this object."""
         self._options = storage_options(self.root_uri)
         self._delta_options = None if self._options is None else {**self._options, **REQUEST_LIMITS}
         """What genenv's own delta-rs calls use: bounded waits and retries on top of the credentials."""
@@ -62,6 +65,8 @@ class Warehouse:
     def append(self, table: str, rows: list[dict[str, Any]] | pl.DataFrame) -> int | None:
         """Validate rows against the table's schema and append them as one Delta commit; returns its version."""
         uri = self.uri(table)
+        if table in self.pinned:
+            raise WarehouseError(f"table {table!r} is pinned at version {self.pinned[table]} here, for reading only")
         if len(rows) == 0:
             return self.version(table)
         schema = polars_schema(table)
@@ -94,8 +99,9 @@ class Warehouse:
         return delta.version() if delta is not None else self.version(table)
 
     def read(self, table: str, version: int | None = None, **equals: Any) -> pl.DataFrame:
-        """All rows (committed or not) of a table at a version, filtered by column equality."""
-        delta = self.table(table, version)
+        """All rows (committed or not) of a table at a version (default: the pinned one, else the latest), filtered
+        by column equality."""
+        delta = self.table(table, self.pinned.get(table) if version is None else version)
         if delta is None:
             return frame(table, [])
         filters = [(name, "=", value) for name, value in equals.items()] or None

@@ -13,6 +13,7 @@ from genenv.config import load_config
 from genenv.evaluation.benchmark_registry import get_benchmark, present_benchmarks
 from genenv.tasks.context import GenerationRef
 from genenv.tasks.run_records import register_run
+from genenv.tasks.runtime import ModelRuntime
 from genenv.tasks.seed import seed_pool
 from genenv.warehouse.store import Warehouse
 
@@ -72,7 +73,7 @@ def test_a_checkout_without_shared_runs_the_demo_config_and_seed_stage(
     warehouse = Warehouse(config.resolved_warehouse_uri)
     register_run(warehouse, config, "no-shared")
     with caplog.at_level(logging.INFO):
-        result = seed_pool.fn(GenerationRef(config.resolved_warehouse_uri, "no-shared", 0))
+        result = seed_pool.fn(GenerationRef(config.resolved_warehouse_uri, "no-shared", 0, ModelRuntime()))
     assert result.counts["train"] > 200 and result.counts["heldout"] > 50
     line = next(r.getMessage() for r in caplog.records if "decontaminating against" in r.getMessage())
     assert line.startswith("decontaminating against: bfcl; not checked, api-bank: no folder given")

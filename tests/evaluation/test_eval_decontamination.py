@@ -13,6 +13,7 @@ from genenv.domains.base import TaskInstance, ValidationContext
 from genenv.domains.decontamination import BenchmarkIndex
 from genenv.domains.tool_call import ToolCallDomain
 from genenv.tasks.context import GenerationRef
+from genenv.tasks.runtime import ModelRuntime
 from genenv.tasks.seed import seed_pool
 from genenv.warehouse.schemas import now
 from genenv.warehouse.store import Warehouse
@@ -53,7 +54,7 @@ def test_seed_copying_a_benchmark_item_is_rejected(
     warehouse_uri = str(tmp_path / "warehouse")
     config = GenEnvConfig(data_dir=str(tmp_path), warehouse_uri=warehouse_uri, benchmarks_dir=str(benchmark_dir))
     Warehouse(warehouse_uri).append("runs", [_run_row("decontam", config)])
-    seed_pool.fn(GenerationRef(warehouse_uri, "decontam", 0))
+    seed_pool.fn(GenerationRef(warehouse_uri, "decontam", 0, ModelRuntime()))
     tasks = Warehouse(warehouse_uri).read("tasks", run_id="decontam")
     rejected = {row["task_id"]: row["reject_reason"] for row in tasks.iter_rows(named=True) if not row["valid"]}
     assert rejected == {"leaked": "benchmark_overlap"}

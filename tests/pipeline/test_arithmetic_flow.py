@@ -7,6 +7,7 @@ import pytest
 
 from genenv.domains.base import get_domain
 from genenv.tasks.context import GenerationRef, load_tasks
+from genenv.tasks.runtime import ModelRuntime
 from genenv.warehouse.store import Warehouse
 from tests.pipeline.conftest import small_config
 
@@ -36,6 +37,6 @@ def test_the_arithmetic_domain_runs_a_generation(tiny_model_dir, prefect_server,
     # Every stored reward is what the domain's exact-match verifier gives the stored completion.
     trajectories = warehouse.read("trajectories", run_id=run_id)
     assert {"pool", "heldout"} <= set(trajectories["purpose"])
-    known = load_tasks(GenerationRef(config.resolved_warehouse_uri, run_id, 1))
+    known = load_tasks(GenerationRef(config.resolved_warehouse_uri, run_id, 1, ModelRuntime()))
     for row in trajectories.iter_rows(named=True):
         assert domain.verify(row["completion"], known[row["task_id"]]).reward == row["reward"]

@@ -201,3 +201,17 @@ def test_rerunning_the_flow_resumes_without_duplicating(finished_run):
     after = {t: warehouse.version(t) for t in before}
     assert after == before
     assert warehouse.run_config(run_id) == config
+
+
+def test_every_generation_runs_on_the_models_evolve_holds(finished_run):
+    """evolve hands its runtime to each generation's flow run (Prefect stores it by name): the models load once
+    for the run, not once a generation."""
+    from prefect import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterName
+
+    _, run_id, _ = finished_run
+    names = [f"{run_id}-g{generation}" for generation in range(3)]
+    with get_client(sync_client=True) as client:
+        runs = client.read_flow_runs(flow_run_filter=FlowRunFilter(name=FlowRunFilterName(any_=names)))
+    assert sorted(run.name for run in runs) == names
+    assert {run.parameters["runtime"] for run in runs} == {"<ModelRuntime>"}

@@ -7,10 +7,11 @@ import polars as pl
 import pytest
 
 from genenv.config import GenEnvConfig
+from genenv.tasks.adapter_lineage import reference_checkpoints
 from genenv.tasks.context import GenerationRef
 from genenv.tasks.generate import recent_success_rate
 from genenv.tasks.run_records import register_run
-from genenv.tasks.runtime import reference_checkpoints
+from genenv.tasks.runtime import ModelRuntime
 from genenv.tasks.seed import seed_pool
 from genenv.warehouse.store import Warehouse
 
@@ -19,7 +20,7 @@ def _run(tmp_path, **settings) -> GenerationRef:
     config = GenEnvConfig(data_dir=str(tmp_path), **settings)
     warehouse = Warehouse(config.resolved_warehouse_uri)
     register_run(warehouse, config, "r1")
-    return GenerationRef(config.resolved_warehouse_uri, "r1", 0)
+    return GenerationRef(config.resolved_warehouse_uri, "r1", 0, ModelRuntime())
 
 
 def _commit(ref: GenerationRef, generation: int, metrics: dict) -> None:
@@ -37,9 +38,9 @@ def _commit(ref: GenerationRef, generation: int, metrics: dict) -> None:
 def test_generation_one_tells_the_simulator_the_held_out_success_of_the_warm_start(tmp_path):
     ref = _run(tmp_path)
     _commit(ref, 0, {"fresh_success": None, "heldout_success": 0.34})
-    assert recent_success_rate(GenerationRef(ref.warehouse_uri, ref.run_id, 1)) == 0.34
+    assert recent_success_rate(GenerationRef(ref.warehouse_uri, ref.run_id, 1, ModelRuntime())) == 0.34
     _commit(ref, 1, {"fresh_success": 0.5, "heldout_success": 0.4})
-    assert recent_success_rate(GenerationRef(ref.warehouse_uri, ref.run_id, 2)) == 0.5
+    assert recent_success_rate(GenerationRef(ref.warehouse_uri, ref.run_id, 2, ModelRuntime())) == 0.5
 
 
 def test_the_seed_stage_holds_out_whole_function_families(tmp_path):
@@ -60,7 +61,7 @@ def test_the_kl_reference_is_the_warm_started_adapter_or_the_base_without_warm_s
     ref = _run(tmp_path, warm_start=warm_start)
     _commit(ref, 0, {})
     _commit(ref, 1, {})
-    later = GenerationRef(ref.warehouse_uri, ref.run_id, 2)
+    later = GenerationRef(ref.warehouse_uri, ref.run_id, 2, ModelRuntime())
     expected = ("ckpt/g0/agent", "ckpt/g0/simulator") if warm_start else (None, None)
     assert reference_checkpoints(later) == expected
     assert reference_checkpoints(ref) == (None, None)
@@ -82,7 +83,7 @@ def test_the_replay_anchor_draws_gold_training_tasks_a_quarter_of_them_abstentio
 
     ref = _run(tmp_path, heldout_fraction=0.2, agent_replay_rows=16)
     seed_pool.fn(ref)
-    later = GenerationRef(ref.warehouse_uri, ref.run_id, 1)
+    later = GenerationRef(ref.warehouse_uri, ref.run_id, 1, ModelRuntime())
     chosen = replay_tasks(later)
     train = set(ref.warehouse.read("pool", run_id="r1", pool="train")["task_id"])
     assert len(chosen) == 16 and {t.task_id for t in chosen} <= train  # gold answers of D_train only

@@ -6,6 +6,7 @@ from typing import get_type_hints
 
 import pytest
 
+from genenv.config import GenEnvConfig
 from genenv.tasks.context import GenerationRef
 from genenv.tasks.contract import Adapters, Measured, Rewarded, Rollouts, Scored, TaskSet, generation_stage
 from genenv.tasks.finetune import finetune
@@ -13,12 +14,13 @@ from genenv.tasks.generate import generate
 from genenv.tasks.heldout import evaluate_heldout
 from genenv.tasks.rewards import rewards
 from genenv.tasks.rollout import rollout
-from genenv.tasks.runtime import current_runtime, model_runtime
+from genenv.tasks.runtime import NO_CHECKPOINTS, ModelRuntime, model_runtime
 from genenv.tasks.seed import seed_pool
 from genenv.tasks.verify import verify
 from genenv.tasks.warm_start import warm_start
+from genenv.warehouse.store import Warehouse, WarehouseError
 
-REF = GenerationRef("unused", "run", 3)
+REF = GenerationRef("unused", "run", 3, ModelRuntime())
 
 
 def test_a_finished_stage_is_skipped_and_still_hands_its_output_on() -> None:
@@ -44,6 +46,40 @@ def test_a_finished_stage_is_skipped_and_still_hands_its_output_on() -> None:
     assert calls == ["body"] and again.skipped and again.uri == "staged" and again.stage == "roll-out-something"
 
 
+def _pool_row(task_id: str) -> dict:
+    return {"run_id": "run", "generation": 1, "pool": "train", "task_id": task_id, "weight": 1.0}
+
+
+def test_a_stage_reads_the_tables_at_the_versions_handed_on(tmp_path) -> None:
+    ref = GenerationRef(str(tmp_path / "warehouse"), "run", 1, ModelRuntime())
+
+    @generation_stage(done=lambda ref: None, writes=("pool",))
+    def grow_pool(ref: GenerationRef) -> TaskSet:
+        ref.warehouse.append("pool", [_pool_row("t1")])
+        return TaskSet(ref)
+
+    @generation_stage(done=lambda tasks: None)
+    def read_pool(tasks: TaskSet) -> Rollouts:
+        return Rollouts(tasks.ref, {"pool": tasks.ref.warehouse.read("pool")["task_id"].to_list()})
+
+    def pool_grown(tasks: TaskSet) -> TaskSet | None:
+        return TaskSet(tasks.ref) if tasks.ref.warehouse.has_rows("pool", "run", 1, task_id="t2") else None
+
+    @generation_stage(done=pool_grown, writes=("pool",))
+    def grow_again(tasks: TaskSet) -> TaskSet:
+        raise AssertionError("its rows are there: the done check reads the table it writes at the latest version")
+
+    grown = grow_pool.fn(ref)
+    Warehouse(ref.warehouse_uri).append("pool", [_pool_row("t2")])  # after the hand-off
+    read = read_pool.fn(grown)
+    assert grown.ref.versions == read.ref.versions == {"pool": 0}
+    assert read.counts["pool"] == ["t1"]
+    with pytest.raises(WarehouseError, match="'pool' is pinned at version 0"):
+        read.ref.warehouse.append("pool", [_pool_row("t3")])
+    again = grow_again.fn(TaskSet(read.ref))
+    assert again.skipped and again.ref.versions == {"pool": 1}
+
+
 def test_each_stage_takes_the_previous_stages_output() -> None:
     """The generation's data path, as the stage signatures state it (Algorithm 1's order)."""
     chain = [
@@ -62,16 +98,26 @@ def test_each_stage_takes_the_previous_stages_output() -> None:
         assert (hints[argument], hints["return"]) == (takes, returns), stage.name
 
 
-def test_the_outermost_flow_owns_the_runtime_and_releases_it() -> None:
-    with pytest.raises(RuntimeError, match="inside a flow that holds `model_runtime"):
-        current_runtime()
+def test_a_flow_given_a_runtime_uses_it_and_leaves_it_loaded(tiny_model_dir) -> None:
+    config = GenEnvConfig(model=str(tiny_model_dir))
     with model_runtime() as outer:
-        assert current_runtime() is outer
-        with model_runtime() as inner:  # a generation inside evolve, an arm inside compare
+        policy = outer.policy(config, NO_CHECKPOINTS)
+        with model_runtime(given=outer) as inner:  # a generation inside evolve, an arm inside compare
             assert inner is outer
-        assert current_runtime() is outer
-    with pytest.raises(RuntimeError):
-        current_runtime()
+        assert outer.policy(config, NO_CHECKPOINTS) is policy  # not released by the inner flow
+    assert outer.policy(config, NO_CHECKPOINTS) is not policy  # released by its owner, so loaded again
+
+
+def test_prefect_stores_a_runtime_parameter_as_its_name_without_walking_the_models(tiny_model_dir) -> None:
+    """A flow run's parameters go to the Prefect API as JSON; the loaded models must not."""
+    from genenv.flows.generation import run_generation
+
+    with model_runtime() as runtime:
+        runtime.policy(GenEnvConfig(model=str(tiny_model_dir)), NO_CHECKPOINTS)
+        stored = run_generation.serialize_parameters(
+            {"warehouse_uri": "w", "run_id": "r", "generation": 1, "runtime": runtime}
+        )
+    assert stored == {"warehouse_uri": "w", "run_id": "r", "generation": 1, "runtime": "<ModelRuntime>"}
 
 
 def test_a_stage_progress_card_is_removed_when_its_work_ends(prefect_server) -> None:

@@ -10,6 +10,7 @@ import pytest
 
 from genenv.domains.base import get_domain
 from genenv.tasks.context import GenerationRef, load_tasks
+from genenv.tasks.runtime import ModelRuntime
 from genenv.warehouse.query import query
 from genenv.warehouse.store import Warehouse
 from tests.pipeline.conftest import small_config
@@ -56,7 +57,7 @@ def test_a_text_game_run_plays_episodes_and_keeps_every_turn(tiny_model_dir, pre
     assert set(turns["trajectory_id"]) == set(trajectories["trajectory_id"])
     assert turns.group_by("trajectory_id").agg(pl.len())["len"].max() <= 2
     domain = get_domain("text_game", config)
-    tasks = load_tasks(GenerationRef(config.resolved_warehouse_uri, run_id, 1))
+    tasks = load_tasks(GenerationRef(config.resolved_warehouse_uri, run_id, 1, ModelRuntime()))
     for row in trajectories.head(6).iter_rows(named=True):
         assert domain.verify(row["completion"], tasks[row["task_id"]]).reward == row["reward"]
 

@@ -10,6 +10,7 @@ import pytest
 
 from genenv.cli import main
 from genenv.tasks.context import GenerationRef
+from genenv.tasks.runtime import ModelRuntime
 from genenv.tasks.staging import read_staged, staging_path, write_staged
 from genenv.warehouse.checkpoints import adapter_exists, checkpoint_uri, fetch_adapter, publish_adapter
 from genenv.warehouse.query import query
@@ -95,7 +96,7 @@ def test_checkpoints_publish_and_fetch(root_uri, tmp_path):
 
 
 def test_staged_files_round_trip(root_uri):
-    ref = GenerationRef(root_uri, "run-1", 2)
+    ref = GenerationRef(root_uri, "run-1", 2, ModelRuntime())
     uri = staging_path(ref, "rollouts")
     assert read_staged(uri) is None
     data = pl.DataFrame({"a": [1, 2], "b": ["x", "y"]})
