@@ -49,6 +49,7 @@ def evaluate(
     precision: str | None = None,
     batch_size: int = 16,
     items: dict[str, int] | None = None,
+    vllm_gpu_memory_utilization: float = 0.9,
     runtime: ModelRuntime | None = None,
 ) -> str:
     """Returns the evaluation batch id; its rows have eval_id `<batch>/<benchmark>/<category>/<metric>`.
@@ -57,14 +58,19 @@ def evaluate(
     base model and `model` is ignored. Items per category: `items[category]` (0 leaves it out), else `limit`, else
     all, always the same ones for a given size (evaluation.benchmark_registry.select_items). `precision` defaults to the
     run's (float32 for a base model). `data_dir` holds the benchmarks not published as packages (API-Bank,
-    Bamboogle; genenv/benchmark_data.py): a benchmark whose data is absent is skipped with a warning. `runtime`:
-    the calling flow's models (compare's, across the models it scores); without it, this flow loads its own.
+    Bamboogle; genenv/benchmark_data.py): a benchmark whose data is absent is skipped with a warning.
+    `vllm_gpu_memory_utilization`: with backend vllm on a GPU, the engine's share of it (nothing trains beside an
+    evaluation of its own). `runtime`: the calling flow's models (compare's, across the models it scores, placed
+    as compare places them); without it, this flow loads its own.
     """
     names = benchmarks_to_score(benchmarks, data_dir, items)
     target = resolve_target(Warehouse(warehouse_uri), model, run_id, generation, precision)
-    validate(scoring_config(target, cache_dir, batch_size))  # a backend that cannot run here fails before loading
+    settings = scoring_config(target, cache_dir, batch_size).replace(
+        vllm_gpu_memory_utilization=vllm_gpu_memory_utilization
+    )
+    validate(settings)  # a backend that cannot run here fails before loading
     eval_batch = f"{target.run_id}-{now():%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"
-    with model_runtime(given=runtime) as models:
+    with model_runtime(settings.placement, given=runtime) as models:
         for name in names:
             evaluate_benchmark(
                 models, target, name, eval_batch, data_dir, limit, warehouse_uri, cache_dir, batch_size, items

@@ -28,7 +28,7 @@ def rerun_generation(
         fork: Name of the new run (its run_name); empty: `<parent name>-rerun-g<G>`.
         overrides: Config fields to change in the fork; empty fields keep the parent's value.
     """
-    validate(plan_fork(Warehouse(warehouse_uri), run_id, generation, override_values(overrides)))
-    fork_id = fork_run(warehouse_uri, run_id, generation, fork, override_values(overrides))
+    config = validate(plan_fork(Warehouse(warehouse_uri), run_id, generation, override_values(overrides)))
+    fork_id = fork_run(warehouse_uri, run_id, generation, config.to_dict(), fork)
     run_generation(warehouse_uri, fork_id, generation)
     return fork_id

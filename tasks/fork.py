@@ -12,7 +12,7 @@ from typing import Any
 
 import polars as pl
 
-from genenv.config import GenEnvConfig, load_config
+from genenv.config import GenEnvConfig, config_from_dict, load_config
 from genenv.errors import RerunError
 from genenv.tasks.options import stage
 from genenv.tasks.run_records import new_run_id, register_run
@@ -46,12 +46,11 @@ def plan_fork(
 
 
 @stage("fork-run")
-def fork_run(
-    warehouse_uri: str, parent_run_id: str, generation: int, fork: str | None, overrides: dict[str, Any] | None
-) -> str:
-    """Create the fork holding the parent's generations 0..G-1; returns its run id."""
+def fork_run(warehouse_uri: str, parent_run_id: str, generation: int, config: dict, fork: str | None) -> str:
+    """Create the fork holding the parent's generations 0..G-1, run as `config` (`plan_fork`'s, checked by the
+    caller); returns its run id."""
     warehouse = Warehouse(warehouse_uri)
-    config = plan_fork(warehouse, parent_run_id, generation, overrides)
+    config = config_from_dict(config)
     config = config.replace(run_name=fork or f"{config.run_name}-rerun-g{generation}")
     run_id = new_run_id(config.run_name)
     register_run(warehouse, config, run_id, parent=(parent_run_id, generation - 1))

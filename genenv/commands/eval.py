@@ -33,6 +33,12 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--cache-dir", default="data", help="project data folder (model cache, Prefect home)")
     parser.add_argument("--precision", choices=("float32", "bfloat16"), help="default: the run's, else float32")
     parser.add_argument("--batch-size", type=int, default=16, help="conversations per forward pass")
+    parser.add_argument(
+        "--vllm-gpu-memory-utilization",
+        type=float,
+        default=0.9,
+        help="backend vllm on a GPU: the engine's share of the GPU (default 0.9: nothing trains beside it)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -47,6 +53,8 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("--generation: needs --run")
     if args.limit is not None and args.limit < 1:
         raise ConfigError(f"--limit: must be >= 1 (got {args.limit})")
+    if not 0.0 < args.vllm_gpu_memory_utilization <= 1.0:
+        raise ConfigError(f"--vllm-gpu-memory-utilization: must be in (0, 1] (got {args.vllm_gpu_memory_utilization})")
     if args.data is not None and not Path(args.data).is_dir():
         raise ConfigError(f"--data: folder does not exist (got {args.data!r})")
     from genenv.evaluation.benchmark_registry import check_item_sizes, parse_item_sizes, present_benchmarks
@@ -78,6 +86,7 @@ def run(args: argparse.Namespace) -> int:
         precision=args.precision,
         batch_size=args.batch_size,
         items=items,
+        vllm_gpu_memory_utilization=args.vllm_gpu_memory_utilization,
     )
     print_scores(args.warehouse, eval_batch)
     return 0

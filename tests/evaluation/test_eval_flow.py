@@ -162,6 +162,8 @@ def test_cli_refuses_bad_requests_before_loading_anything(tmp_path: Path, capsys
     assert "--generation: needs --run" in capsys.readouterr().err
     assert main(["eval", "--data", str(tmp_path / "nowhere")]) == 2
     assert "--data: folder does not exist" in capsys.readouterr().err
+    assert main(["eval", "--vllm-gpu-memory-utilization", "1.5", "--data", str(tmp_path)]) == 2
+    assert "--vllm-gpu-memory-utilization: must be in (0, 1] (got 1.5)" in capsys.readouterr().err
 
 
 def test_cli_refuses_bad_item_sizes(mini_benchmarks: Path, capsys: pytest.CaptureFixture[str]) -> None:
