@@ -5,8 +5,8 @@ micro-batch size given (`train_batch_size`), alternately in one run, so the rati
 
 Rows have the demo's spread of lengths (tool-call prompts of 120-600 tokens, answers of 8-48), drawn with a
 fixed seed. Every update starts from the same adapter and optimizer state; tokens/s counts the real (unpadded)
-prompt and completion tokens of the update. The losses are printed side by side: the micro-batch cut changes the
-summation order, not the loss.
+prompt and completion tokens of the update. GRPO's micro-batch cut changes the summation order, not the loss, so
+its losses agree across sizes; weighted SFT steps once per batch, so its losses follow the size.
 """
 
 from __future__ import annotations
@@ -110,8 +110,8 @@ def main() -> None:
             f"micro-batch {size}: {speed:5.0f} tok/s {speed / first:.2f}x" for size, speed in speeds.items()
         )
         print(f"{kind.upper():<5} {cells}")
-        columns = zip(*(losses[kind, size] for size in sizes), strict=True)
-        print(f"      losses: {', '.join('/'.join(f'{loss:.5f}' for loss in column) for column in columns)}")
+        for size in sizes:  # SFT's batch is its optimizer step, so its step count and losses follow the size
+            print(f"      losses at {size}: {', '.join(f'{loss:.5f}' for loss in losses[kind, size])}")
 
 
 if __name__ == "__main__":
