@@ -101,7 +101,9 @@ def _stale(held: dict[str, Any]) -> bool:
     if held.get("host") != socket.gethostname():
         return False
     try:
-        return _started(psutil.Process(int(held["pid"]))) != held.get("process_started")
+        process = psutil.Process(int(held["pid"]))
+        # A killed holder stays a zombie until its parent reaps it: it writes nothing any more.
+        return _started(process) != held.get("process_started") or process.status() == psutil.STATUS_ZOMBIE
     except (psutil.NoSuchProcess, KeyError, ValueError):
         return True
 

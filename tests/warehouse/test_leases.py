@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from genenv.warehouse import leases
@@ -54,6 +55,22 @@ def test_a_lease_left_by_a_killed_writer_is_taken_over(root_uri):
     with run_lease(root_uri, "r1"):
         assert json.loads(fs.cat_file(path))["pid"] == os.getpid()
     assert not fs.exists(path)  # released
+
+
+def test_a_lease_left_by_a_killed_writer_not_yet_reaped_is_taken_over(root_uri):
+    """Until its parent waits for it, a killed writer is a zombie: its pid and start time still answer."""
+    holder = _holding_process(root_uri)
+    holder.send_signal(signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while psutil.Process(holder.pid).status() != psutil.STATUS_ZOMBIE:
+        assert time.monotonic() < deadline, "the killed writer never became a zombie"
+        time.sleep(0.05)
+    try:
+        with run_lease(root_uri, "r1"):
+            fs, path = filesystem(lease_uri(root_uri, "r1"))
+            assert json.loads(fs.cat_file(path))["pid"] == os.getpid()
+    finally:
+        holder.wait()
 
 
 def test_the_same_process_takes_its_own_lease_again_and_keeps_it_until_the_outer_block_ends(root_uri):
