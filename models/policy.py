@@ -155,6 +155,25 @@ class PolicyPair:
                 torch.save(self.optimizer_states[role], staging / OPTIMIZER_FILE)
             make_readable(staging)
 
+    def adapter_state(self, role: str) -> dict[str, torch.Tensor]:
+        """`role`'s LoRA weights by parameter name, copied to the CPU: what a data-parallel rank hands back after
+        an update (tasks/workers.py), a few MB even for a 7B model."""
+        _check_role(role)
+        return {n: p.detach().cpu().clone() for n, p in self.model.named_parameters() if _adapter_of(n) == role}
+
+    def load_adapter_state(self, role: str, weights: Mapping[str, torch.Tensor], optimizer: dict | None) -> None:
+        """Take `role`'s weights and AdamW state from another copy of this policy (`adapter_state`, and its
+        `optimizer_states[role]`; None drops this copy's, as an update with persist=False does)."""
+        mine = {n: p for n, p in self.model.named_parameters() if _adapter_of(n) == role}
+        if mine.keys() != weights.keys():
+            raise ValueError(f"the {role} weights handed back do not match this policy's adapter")
+        with torch.no_grad():
+            for name, param in mine.items():
+                param.copy_(weights[name])
+        self.optimizer_states.pop(role, None)
+        if optimizer is not None:
+            self.optimizer_states[role] = optimizer
+
     @property
     def compute_dtype(self) -> torch.dtype:
         """The dtype forward passes multiply in: bf16 under `autocast`, else fp32."""

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import torch
 
+from genenv.models.data_parallel import added_across_ranks, my_rows, rank_and_world
 from genenv.models.policy import PolicyPair
 from genenv.models.sampling import encode_prompt
 
@@ -87,15 +88,17 @@ def _step(
     step: int,
 ) -> dict:
     """One optimizer step over `batch`, computed in length-sorted micro-batches (little padding) whose
-    gradients add up to the batch's: every term is normalised by the whole batch's weight or token count."""
+    gradients add up to the batch's: every term is normalised by the whole batch's weight or token count. Data
+    parallel (models/data_parallel.py): this rank computes its rows of the batch, and the ranks add their gradients."""
     started = time.perf_counter()
     total_weight = sum(e.weight for e in batch)
     tokens = max(sum(len(e.target_ids) for e in batch), 1)
     sums = {"nll": 0.0, "kl": 0.0, "entropy": 0.0}
     optimizer.zero_grad(set_to_none=True)
-    lengths = [len(e.prompt_ids) + len(e.target_ids) for e in batch]
-    for indices in policy.micro_batches([e.prompt_ids for e in batch], lengths, len(batch)):
-        micro = [batch[i] for i in indices]
+    mine = [batch[i] for i in my_rows(range(len(batch)), *rank_and_world())]
+    lengths = [len(e.prompt_ids) + len(e.target_ids) for e in mine]
+    for indices in policy.micro_batches([e.prompt_ids for e in mine], lengths, len(batch)) if mine else []:
+        micro = [mine[i] for i in indices]
         prompts = [e.prompt_ids for e in micro]
         targets_ids = [e.target_ids for e in micro]
         kl = None
@@ -118,6 +121,7 @@ def _step(
             loss = loss + kl_coef * kl
         sums["entropy"] += ((entropy * mask).sum() / tokens).item()
         loss.backward()
+    sums = added_across_ranks(params, sums)
     grad_norm = torch.nn.utils.clip_grad_norm_(params, max_grad_norm).item()
     optimizer.step()
     return {

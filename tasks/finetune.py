@@ -110,8 +110,9 @@ def finetune(rewarded: Rewarded) -> Adapters:
     samples, batch = agent_groups(ref)
     steps = config.agent_epochs * math.ceil(len(samples) / config.agent_minibatch_size)
     with progress_bar(f"g{ref.generation} GRPO agent", steps, unit="step") as bar:
-        agent_log = grpo_update(
+        agent_log = ref.runtime.fit(
             policy,
+            grpo_update,
             "agent",
             samples,
             lr=config.agent_lr,
@@ -131,8 +132,9 @@ def finetune(rewarded: Rewarded) -> Adapters:
     ]
     if replay:
         with progress_bar(f"g{ref.generation} replay agent", len(replay)) as bar:
-            replay_log = weighted_sft(
+            replay_log = ref.runtime.fit(
                 policy,
+                weighted_sft,
                 "agent",
                 replay,
                 lr=config.agent_lr,

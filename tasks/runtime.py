@@ -10,7 +10,8 @@ With `backend: vllm` the runtime also holds the run's one vLLM engine (models/vl
 that generates, told which adapters to serve at each stage, put to sleep while a stage trains (on a GPU), and shut
 down with the runtime. A version number, bumped whenever the in-memory adapters may change, tells the engine when
 its merged weights or LoRA ids are stale. With `ray_address` the stages generate on the run's Ray rollout workers
-instead (tasks/workers.py), which load the published adapters the same way.
+instead (tasks/workers.py), which load the published adapters the same way, and train on them as data-parallel ranks
+(`fit`).
 """
 
 from __future__ import annotations
@@ -19,21 +20,27 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from genenv.config import GenEnvConfig, Placement
 from genenv.models.backends import BACKENDS
 from genenv.models.loading import resolve_base_model
 from genenv.models.policy import LoraSettings, PolicyPair
 from genenv.models.sampling import GenerationBackend
-from genenv.tasks.workers import RayBackend, RayWorkers, WorkerSettings, adapter_cache, local_adapters
+from genenv.tasks.workers import (
+    NO_CHECKPOINTS,
+    Checkpoints,
+    RayBackend,
+    RayWorkers,
+    TrainingKey,
+    Update,
+    WorkerSettings,
+    adapter_cache,
+    local_adapters,
+)
 
 if TYPE_CHECKING:
     from genenv.models.vllm import VllmEngine
-
-Checkpoints = tuple[str | None, str | None]
-"""(agent, simulator) adapter folders; None = a fresh adapter (or, for a KL reference, the base model)."""
-NO_CHECKPOINTS: Checkpoints = (None, None)
 
 
 class ModelRuntime:
@@ -41,7 +48,7 @@ class ModelRuntime:
     parameter it cannot encode as JSON as its type name; the slots (no `__dict__`) make sure Prefect gives up at
     once instead of walking the loaded tensors."""
 
-    __slots__ = ("placement", "_policy", "_identity", "_loaded_from", "_version", "_engine", "_workers")
+    __slots__ = ("placement", "_policy", "_identity", "_loaded_from", "_version", "_engine", "_workers", "_ranks")
 
     def __init__(self, placement: Placement | None = None) -> None:
         self.placement = placement
@@ -52,6 +59,8 @@ class ModelRuntime:
         self._version = 0
         self._engine: VllmEngine | None = None
         self._workers: RayWorkers | None = None
+        self._ranks: tuple[WorkerSettings, TrainingKey, int] | None = None
+        """With `ray_address`: the workers, where the stage's updates started (set by `training`), how many ran."""
 
     def policy(
         self, config: GenEnvConfig, checkpoints: Checkpoints, references: Checkpoints = NO_CHECKPOINTS
@@ -126,7 +135,20 @@ class ModelRuntime:
         self._version += 1
         if self._engine is not None:
             self._engine.sleep()
+        placement = self.placement or config.placement
+        start = (checkpoints, references, self._version)
+        self._ranks = (WorkerSettings.of(config, placement), start, 0) if placement.ray_address else None
         return policy
+
+    def fit(self, policy: PolicyPair, update: Update, role: str, rows: list, **settings: Any) -> list[dict]:
+        """`update(policy, role, rows, **settings)` on the policy `training` returned: in this process, or with
+        `ray_address` data parallel on the Ray workers, whose result `policy` then holds (tasks/workers.py)."""
+        if self._ranks is None:
+            return update(policy, role, rows, **settings)
+        worker_settings, start, done = self._ranks
+        records = self._ray_workers(worker_settings).fit(start, done, policy, update, role, rows, **settings)
+        self._ranks = (worker_settings, start, done + 1)
+        return records
 
     def saved(self, checkpoints: Checkpoints) -> None:
         self._loaded_from = checkpoints
@@ -136,7 +158,7 @@ class ModelRuntime:
             self._engine.close()
         if self._workers is not None:
             self._workers.close()
-        self._policy = self._identity = self._loaded_from = self._engine = self._workers = None
+        self._policy = self._identity = self._loaded_from = self._engine = self._workers = self._ranks = None
         gc.collect()
 
 

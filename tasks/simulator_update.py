@@ -53,8 +53,9 @@ def grpo_simulator(ref: GenerationRef, policy: PolicyPair) -> list[dict]:
     samples = simulator_groups(ref)
     steps = config.simulator_epochs * math.ceil(len(samples) / config.simulator_minibatch_size)
     with progress_bar(f"g{ref.generation} GRPO simulator", steps, unit="step") as bar:
-        records = grpo_update(
+        records = ref.runtime.fit(
             policy,
+            grpo_update,
             "simulator",
             samples,
             lr=config.simulator_lr,
@@ -91,8 +92,9 @@ def rwr_simulator(ref: GenerationRef, policy: PolicyPair) -> list[dict]:
     if not examples:
         return []
     with progress_bar(f"g{ref.generation} RWR simulator", config.simulator_epochs * len(examples)) as bar:
-        records = weighted_sft(
+        records = ref.runtime.fit(
             policy,
+            weighted_sft,
             "simulator",
             examples,
             lr=config.simulator_lr,

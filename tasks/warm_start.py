@@ -54,8 +54,9 @@ def warm_start(seeds: TaskSet) -> Adapters:
     rows = []
     for role, examples in (("agent", agent_examples), ("simulator", simulator_examples)):
         with progress_bar(f"g0 warm start {role}", config.warm_start_epochs * len(examples)) as bar:
-            records = weighted_sft(
+            records = ref.runtime.fit(
                 policy,
+                weighted_sft,
                 role,
                 examples,
                 lr=config.warm_start_lr,

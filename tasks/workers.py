@@ -12,14 +12,25 @@ the answers are the in-process ones: greedy always, sampled ones for the same se
 (in float32; bfloat16 rounds a different batch differently, as in-process batching does). A worker that dies
 mid-call is restarted by Ray and its shard answered again (`RETRIES`), so a stage sees neither a gap nor a
 duplicate; past that, the stage fails, the runtime drops the workers, and a retry of the stage starts new ones.
+
+The same workers are the ranks of data-parallel training (`RayWorkers.fit`): for one update they join a
+torch.distributed group (gloo on CPU, NCCL on GPU), each computes its share of every step's rows, and all take the
+same step (models/data_parallel.py). Rank 0 hands the trained adapter and its AdamW state back to the flow's copy of
+the policy, which saves and publishes it as after an update in-process. A worker keeps its trained copy for the
+stage's next update (the replay after GRPO, the simulator's update). A rank that dies fails the update (no retry:
+its peers would wait in a collective for a rank that restarted empty); the stage fails, and its retry runs on new
+workers. Ranks rather than `accelerate launch`: the workers already hold the model on their devices, and a second
+set of processes beside them would load it twice.
 """
 
 from __future__ import annotations
 
 import gc
 import os
+import socket
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -32,10 +43,17 @@ from genenv.models.transformers_backend import TransformersBackend
 from genenv.warehouse.checkpoints import fetch_adapter
 
 Checkpoints = tuple[str | None, str | None]
+NO_CHECKPOINTS: Checkpoints = (None, None)
 RETRIES = 3
 """Restarts of a dead worker, and answers of a shard it held, before the stage fails."""
 START_SECONDS = 600.0
 """How long new workers may take to be placed and started before the stage says why it cannot go on."""
+COLLECTIVE_SECONDS = 600
+"""How long a rank waits in a collective (a gradient sum) for its peers before the update fails."""
+Update = Callable[..., list[dict]]
+"""A training update, `update(policy, role, rows, **settings) -> step records`: `grpo_update` or `weighted_sft`."""
+TrainingKey = tuple[Checkpoints, Checkpoints, int]
+"""(adapters, KL references, the runtime's weights version) a stage's updates start from."""
 
 
 @dataclass(frozen=True)
@@ -85,6 +103,9 @@ class GenerationWorker:
         self.settings = settings
         self.serving: tuple[Checkpoints, int] | None = None
         self.backend: TransformersBackend | None = None
+        self.trainer: PolicyPair | None = None
+        self.trainer_key: tuple[TrainingKey, int] = ((NO_CHECKPOINTS, NO_CHECKPOINTS, -1), 0)
+        """(where the trained copy started, how many updates it has taken since)."""
 
     def ready(self) -> bool:
         return True
@@ -99,7 +120,7 @@ class GenerationWorker:
         first_row: int,
     ) -> list[Completion]:
         if self.backend is None or self.serving != (checkpoints, version):
-            self.backend = self.serving = None
+            self.backend = self.serving = self.trainer = None
             gc.collect()  # the old policy goes before the new one loads, not after
             s = self.settings
             adapters = local_adapters(checkpoints, Path(s.cache_dir))
@@ -110,6 +131,73 @@ class GenerationWorker:
         answers = self.backend.generate(role, conversations, sampling, first_row=first_row)
         crash_point("worker:answered")  # a worker dying with its shard's answers computed, not yet returned
         return answers
+
+    def meeting_point(self) -> tuple[str, int]:
+        """This node's address and a free port on it, where the ranks of one update meet (rank 0's)."""
+        import ray
+
+        host = ray.util.get_node_ip_address()
+        with socket.socket() as probe:
+            probe.bind((host, 0))
+            return host, probe.getsockname()[1]
+
+    def fit(
+        self,
+        rank: int,
+        world: int,
+        meeting: tuple[str, int],
+        start: TrainingKey,
+        done: int,
+        update: Update,
+        role: str,
+        rows: list,
+        settings: dict[str, Any],
+    ) -> tuple[list[dict], int, dict, dict | None] | None:
+        """Rank `rank` of one data-parallel update of `role` on the policy as of `start`, after the `done` updates
+        the stage made on it before; rank 0 returns (records, progress counted, the role's weights, its AdamW state),
+        the others None."""
+        import torch.distributed as dist
+
+        if self.trainer is None or self.trainer_key[0] != start:
+            if done:
+                raise RuntimeError(f"rank {rank} restarted after {done} updates of this stage: its copy is lost")
+            self.backend = self.serving = self.trainer = None
+            gc.collect()
+            s = self.settings
+            checkpoints, references, _ = start
+            cache = Path(s.cache_dir)
+            self.trainer = PolicyPair.load(
+                resolve_base_model(s.model, Path(s.models_dir)),
+                s.lora,
+                adapters=local_adapters(checkpoints, cache),
+                references=local_adapters(references, cache),
+                seed=s.seed,
+                precision=s.precision,
+            )
+            self.trainer_key = (start, 0)
+        if self.trainer_key[1] != done:
+            raise RuntimeError(f"rank {rank} holds {self.trainer_key[1]} of the stage's {done} earlier updates")
+        host, port = meeting
+        group = "nccl" if self.trainer.device.type == "cuda" else "gloo"
+        dist.init_process_group(
+            group,
+            init_method=f"tcp://{host}:{port}",
+            rank=rank,
+            world_size=world,
+            timeout=timedelta(seconds=COLLECTIVE_SECONDS),
+        )
+        counted: list[int] = []
+        try:
+            records = update(self.trainer, role, rows, progress=counted.append, **settings)
+            self.trainer_key = (start, done + 1)
+        except BaseException:
+            self.trainer = None  # half an update: never the start of the next
+            raise
+        finally:
+            dist.destroy_process_group()
+        if rank != 0:
+            return None
+        return records, sum(counted), self.trainer.adapter_state(role), self.trainer.optimizer_states.get(role)
 
 
 class RayWorkers:
@@ -143,6 +231,39 @@ class RayWorkers:
                 f"{placement.worker_gpus:g} GPUs were not placed within {START_SECONDS:g} s: the Ray cluster at "
                 f"{placement.ray_address!r} has {ray.available_resources()} free"
             ) from None
+
+    def fit(
+        self,
+        start: TrainingKey,
+        done: int,
+        policy: PolicyPair,
+        update: Update,
+        role: str,
+        rows: list,
+        progress: Callable[[int], None] | None = None,
+        **settings: Any,
+    ) -> list[dict]:
+        """`update(policy, role, rows, **settings)` run data parallel, one rank per worker, each on its copy of the
+        policy as of `start` after the stage's `done` earlier updates; `policy` (the flow's copy, in the same state)
+        then takes rank 0's weights and AdamW state."""
+        import ray
+
+        meeting = ray.get(self.actors[0].meeting_point.remote())
+        calls = [
+            actor.fit.options(max_task_retries=0).remote(
+                rank, len(self.actors), meeting, start, done, update, role, rows, settings
+            )
+            for rank, actor in enumerate(self.actors)
+        ]
+        try:
+            [(records, counted, weights, optimizer), *_] = ray.get(calls)
+        except (ray.exceptions.RayActorError, ray.exceptions.RayTaskError):
+            self.broken = True
+            raise
+        policy.load_adapter_state(role, weights, optimizer)
+        if progress is not None:
+            progress(counted)
+        return records
 
     def close(self) -> None:
         import ray

@@ -1,5 +1,6 @@
-"""Data-parallel GRPO (models/data_parallel.py): two gloo processes on 127.0.0.1, each computing half of every step's
-rows, take the step one process takes, within float tolerance (the ranks add their gradient sums in another order)."""
+"""Data-parallel updates (models/data_parallel.py), GRPO and RWR's weighted SFT: two gloo processes on 127.0.0.1, each
+computing half of every step's rows, take the steps one process takes, within float tolerance (the ranks add their
+gradient sums in another order)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 import socket
 from pathlib import Path
 
+import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
@@ -14,48 +16,67 @@ from safetensors.torch import load_file
 
 from genenv.models.grpo import GroupSample, grpo_update
 from genenv.models.policy import LoraSettings, PolicyPair
+from genenv.models.rwr import WeightedExample, weighted_sft
 
 PROMPT_A = [1, 40, 41, 42, 43, 44]
 PROMPT_B = [1, 50, 51]
 SAMPLES = [GroupSample(PROMPT_A, [60 + i, 70 + i, 80], r, "a") for i, r in enumerate([1.0, 0.0, 0.0, 1.0, 0.5])]
 SAMPLES += [GroupSample(PROMPT_B, [90 + i] * (i + 1), r, "b") for i, r in enumerate([1.0, 0.0, 0.5])]
-UPDATE = {"lr": 1e-2, "kl_coef": 0.1, "epochs": 2, "minibatch_size": 5, "micro_batch_size": 2, "seed": 3}
+GRPO = {"lr": 1e-2, "kl_coef": 0.1, "epochs": 2, "minibatch_size": 5, "micro_batch_size": 2, "seed": 3}
+# Five examples in batches of 3: the second batch's two rows leave one on each rank, the first batch puts two on rank 0.
+EXAMPLES = [
+    WeightedExample(PROMPT_A[: 3 + i], [60 + i, 70, 80 + i], w) for i, w in enumerate([1.0, 0.5, 2.0, 1.0, 0.3])
+]
+RWR = {"lr": 1e-2, "kl_coef": 0.1, "epochs": 2, "batch_size": 3, "seed": 3}
+UPDATES = {
+    "grpo": (grpo_update, SAMPLES, GRPO, ("loss", "kl", "grad_norm", "clip_ratio", "entropy", "approx_kl")),
+    "rwr": (weighted_sft, EXAMPLES, RWR, ("loss", "nll", "kl", "grad_norm", "entropy")),
+}
 
 
-def updated(model_dir: Path, out: Path) -> None:
-    """GRPO over SAMPLES from a fresh adapter: the adapter and the step records, saved under `out`."""
+def updated(model_dir: Path, out: Path, kind: str) -> None:
+    """The update `kind` from a fresh adapter: the adapter and the step records, saved under `out`, and the tokens
+    this process put through the model."""
+    update, rows, settings, compared = UPDATES[kind]
     torch.manual_seed(0)
     policy = PolicyPair.load(model_dir, LoraSettings(), seed=0)
-    records = grpo_update(policy, "agent", SAMPLES, **UPDATE)
-    if not dist.is_initialized() or dist.get_rank() == 0:
+    embedded: list[int] = []
+    policy.model.get_input_embeddings().register_forward_hook(lambda _, ids, __: embedded.append(ids[0].numel()))
+    records = update(policy, "agent", rows, **settings)
+    index = dist.get_rank() if dist.is_initialized() else 0
+    (out / f"tokens-{index}").write_text(str(sum(embedded)))
+    if index == 0:
         policy.save_adapter("agent", out / "adapter")
-        keep = ("loss", "kl", "n_rows", "grad_norm", "clip_ratio", "entropy", "approx_kl", "skipped")
-        (out / "records.json").write_text(json.dumps([{k: r[k] for k in keep} for r in records]))
+        keep = ("n_rows", "skipped", *compared)
+        (out / "records.json").write_text(json.dumps([{k: r.get(k) for k in keep} for r in records]))
 
 
-def rank(index: int, world: int, port: int, model_dir: Path, out: Path) -> None:
+def rank(index: int, world: int, port: int, model_dir: Path, out: Path, kind: str) -> None:
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=index, world_size=world)
     try:
-        updated(model_dir, out)
+        updated(model_dir, out, kind)
     finally:
         dist.destroy_process_group()
 
 
-def test_two_gloo_ranks_take_the_single_process_step(tiny_model_dir: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", sorted(UPDATES))
+def test_two_gloo_ranks_take_the_single_process_step(tiny_model_dir: Path, tmp_path: Path, kind: str) -> None:
     alone, spread = tmp_path / "alone", tmp_path / "spread"
     alone.mkdir(), spread.mkdir()
-    updated(tiny_model_dir, alone)
+    updated(tiny_model_dir, alone, kind)
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    mp.spawn(rank, args=(2, port, tiny_model_dir, spread), nprocs=2, join=True)
+    mp.spawn(rank, args=(2, port, tiny_model_dir, spread, kind), nprocs=2, join=True)
 
     expected, got = (json.loads((folder / "records.json").read_text()) for folder in (alone, spread))
     assert [r["n_rows"] for r in got] == [r["n_rows"] for r in expected] and not any(r["skipped"] for r in got)
     for mine, theirs in zip(got, expected, strict=True):
-        for key in ("loss", "kl", "grad_norm", "clip_ratio", "entropy", "approx_kl"):
+        for key in UPDATES[kind][3]:
             assert abs(mine[key] - theirs[key]) <= 1e-5 * max(1.0, abs(theirs[key])), (key, mine, theirs)
+    tokens = [int((folder / f"tokens-{rank}").read_text()) for folder, rank in ((alone, 0), (spread, 0), (spread, 1))]
+    assert 0 < tokens[1] < tokens[0] and 0 < tokens[2] < tokens[0], f"each rank computes a share of the rows: {tokens}"
     before = PolicyPair.load(tiny_model_dir, LoraSettings(), seed=0)
     trained = {n: p.detach() for n, p in before.model.named_parameters() if "lora_" in n and ".agent." in n}
     adapters = [load_file(folder / "adapter" / "adapter_model.safetensors") for folder in (alone, spread)]
