@@ -1,6 +1,7 @@
 """One rollout-shaped call in this process, then on Ray rollout workers (tasks/workers.py): one worker holding
 every CPU, and two workers holding half each. Prints each path's time and how many answers equal the in-process
-ones.
+ones. Then one GRPO update over the first `TRAIN_ROWS` of those answers (rewards alternating within each task's
+group), in this process and data parallel on the same workers (`RayWorkers.fit`), and how far the adapters end apart.
 
     python bench/scale_out.py [--tasks 24 --k 4 --batch-size 16 --precision bfloat16 --rounds 2 --models data/models]
 
@@ -17,14 +18,57 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 
 import torch
 from agent_prompts import agent_prompts, rollout_arguments  # bench/ is the script's folder
 
 from genenv.config import GenEnvConfig
-from genenv.models.sampling import SamplingSettings
+from genenv.models.grpo import GroupSample, grpo_update
+from genenv.models.loading import EMBEDDED_MODEL, resolve_base_model
+from genenv.models.policy import LoraSettings, PolicyPair
+from genenv.models.sampling import Completion, SamplingSettings
 from genenv.models.transformers_backend import TransformersBackend
-from genenv.tasks.workers import RayBackend, RayWorkers, WorkerSettings, keep_loopback
+from genenv.tasks.workers import NO_CHECKPOINTS, RayBackend, RayWorkers, WorkerSettings, keep_loopback
+
+TRAIN_ROWS = 16
+UPDATE = {"lr": 1e-4, "kl_coef": 0.0, "epochs": 1, "minibatch_size": TRAIN_ROWS, "micro_batch_size": 4, "seed": 0}
+
+
+def training_rows(answers: list[Completion], k: int) -> list[GroupSample]:
+    """The answers as GRPO rows of their task's group, every other one rewarded: each group has a spread."""
+    return [
+        GroupSample(a.prompt_ids, a.completion_ids, float(i % 2), group=str(i // k))
+        for i, a in enumerate(answers[:TRAIN_ROWS])
+    ]
+
+
+def timed_updates(
+    policy: PolicyPair, pools: dict[str, RayWorkers], rows: list[GroupSample], rounds: int, models: Path
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Best seconds of one GRPO update per path, alternating; each pool's adapter after the first timed update
+    against the in-process one (largest difference). Every path first takes the same two-row update, untimed (it
+    loads the workers' copies); the flow's copy that takes the workers' hand-back is a second policy."""
+    base = resolve_base_model(EMBEDDED_MODEL, models)
+    handed_back = PolicyPair.load(base, LoraSettings(), precision=policy.precision)
+    start, first = (NO_CHECKPOINTS, NO_CHECKPOINTS, 0), {**UPDATE, "minibatch_size": 2}
+    grpo_update(policy, "agent", rows[:2], **first)
+    for workers in pools.values():
+        workers.fit(start, 0, handed_back, grpo_update, "agent", rows[:2], **first)
+    seconds: dict[str, list[float]] = {"in-process": [], **{name: [] for name in pools}}
+    apart: dict[str, float] = {}
+    for round_ in range(rounds):
+        started = time.perf_counter()
+        grpo_update(policy, "agent", rows, **UPDATE)
+        seconds["in-process"].append(time.perf_counter() - started)
+        reference = policy.adapter_state("agent")
+        for name, workers in pools.items():
+            started = time.perf_counter()
+            workers.fit(start, round_ + 1, handed_back, grpo_update, "agent", rows, **UPDATE)
+            seconds[name].append(time.perf_counter() - started)
+            mine = handed_back.adapter_state("agent")
+            apart[name] = max(apart.get(name, 0.0), max((mine[k] - reference[k]).abs().max().item() for k in mine))
+    return {name: min(times) for name, times in seconds.items()}, apart
 
 
 def main() -> None:
@@ -37,8 +81,9 @@ def main() -> None:
     import ray
 
     # Both pools stay up between rounds but only one computes at a time: Ray counts each pool's CPUs apart.
-    ray.init(num_cpus=2 * cpus, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=2 * cpus, include_dashboard=False, log_to_driver=False)
     paths = {"in-process": TransformersBackend(policy, args.batch_size)}
+    pools: dict[str, RayWorkers] = {}
     for count in (1, 2):
         config = GenEnvConfig(
             data_dir=str(args.models.parent),
@@ -48,8 +93,9 @@ def main() -> None:
             rollout_workers=count,
             worker_cpus=cpus / count,
         )
-        workers = RayWorkers(WorkerSettings.of(config, config.placement))
-        paths[f"{count} worker{'s' if count > 1 else ''}"] = RayBackend(workers, (None, None), 0)
+        name = f"{count} worker{'s' if count > 1 else ''}"
+        pools[name] = RayWorkers(WorkerSettings.of(config, config.placement))
+        paths[name] = RayBackend(pools[name], NO_CHECKPOINTS, 0)
     answers = {name: backend.generate("agent", conversations, sampling) for name, backend in paths.items()}
     seconds: dict[str, list[float]] = {name: [] for name in paths}
     for _ in range(args.rounds):
@@ -57,6 +103,8 @@ def main() -> None:
             started = time.perf_counter()
             backend.generate("agent", conversations, sampling)
             seconds[name].append(time.perf_counter() - started)
+    rows = training_rows(answers["in-process"], args.k)
+    updates, apart = timed_updates(policy, pools, rows, args.rounds, args.models)
     ray.shutdown()
 
     tokens = sum(len(c.completion_ids) for c in answers["in-process"])
@@ -72,6 +120,17 @@ def main() -> None:
     print(
         f"Ray's cost to a stage (1 worker / in-process): {best['1 worker'] / best['in-process']:.2f}x; "
         f"2 workers / 1 worker: {best['2 workers'] / best['1 worker']:.2f}x"
+    )
+    learned = sum(len(r.completion_ids) + len(r.prompt_ids) for r in rows)
+    print(
+        f"one GRPO update over {len(rows)} of those answers ({learned} prompt and answer tokens), best of {args.rounds}"
+    )
+    for name, time_ in updates.items():
+        note = f"  adapter within {apart[name]:.1e} of in-process's" if name in apart else ""
+        print(f"{name:<12} {time_:7.2f} s{note}")
+    print(
+        f"Ray's cost to an update (1 worker / in-process): {updates['1 worker'] / updates['in-process']:.2f}x; "
+        f"2 data-parallel workers / 1 worker: {updates['2 workers'] / updates['1 worker']:.2f}x"
     )
 
 

@@ -20,7 +20,8 @@ the policy, which saves and publishes it as after an update in-process. A worker
 stage's next update (the replay after GRPO, the simulator's update). A rank that dies fails the update (no retry:
 its peers would wait in a collective for a rank that restarted empty); the stage fails, and its retry runs on new
 workers. Ranks rather than `accelerate launch`: the workers already hold the model on their devices, and a second
-set of processes beside them would load it twice.
+set of processes beside them would load it twice. A lost rank is a transient error (`WorkerLost`): the stage's retry
+runs the update again from the start, on new workers.
 """
 
 from __future__ import annotations
@@ -54,6 +55,13 @@ Update = Callable[..., list[dict]]
 """A training update, `update(policy, role, rows, **settings) -> step records`: `grpo_update` or `weighted_sft`."""
 TrainingKey = tuple[Checkpoints, Checkpoints, int]
 """(adapters, KL references, the runtime's weights version) a stage's updates start from."""
+
+
+class WorkerLost(RuntimeError):
+    """A rank died or failed in a data-parallel update. Transient (tasks/options.py): Prefect retries the stage, whose
+    `ModelRuntime.training` starts the update over, on new workers (the runtime drops the broken ones)."""
+
+    transient = True
 
 
 @dataclass(frozen=True)
@@ -190,6 +198,7 @@ class GenerationWorker:
         try:
             records = update(self.trainer, role, rows, progress=counted.append, **settings)
             self.trainer_key = (start, done + 1)
+            crash_point("worker:trained")  # a rank dying with its update computed, not yet handed back
         except BaseException:
             self.trainer = None  # half an update: never the start of the next
             raise
@@ -257,9 +266,9 @@ class RayWorkers:
         ]
         try:
             [(records, counted, weights, optimizer), *_] = ray.get(calls)
-        except (ray.exceptions.RayActorError, ray.exceptions.RayTaskError):
+        except (ray.exceptions.RayActorError, ray.exceptions.RayTaskError) as lost:
             self.broken = True
-            raise
+            raise WorkerLost(f"a rank of the {role} update on {len(self.actors)} workers was lost: {lost}") from lost
         policy.load_adapter_state(role, weights, optimizer)
         if progress is not None:
             progress(counted)

@@ -14,20 +14,11 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from safetensors.torch import load_file
 
-from genenv.models.grpo import GroupSample, grpo_update
+from genenv.models.grpo import grpo_update
 from genenv.models.policy import LoraSettings, PolicyPair
-from genenv.models.rwr import WeightedExample, weighted_sft
+from genenv.models.rwr import weighted_sft
+from tests.support.training_rows import EXAMPLES, GRPO, RWR, SAMPLES
 
-PROMPT_A = [1, 40, 41, 42, 43, 44]
-PROMPT_B = [1, 50, 51]
-SAMPLES = [GroupSample(PROMPT_A, [60 + i, 70 + i, 80], r, "a") for i, r in enumerate([1.0, 0.0, 0.0, 1.0, 0.5])]
-SAMPLES += [GroupSample(PROMPT_B, [90 + i] * (i + 1), r, "b") for i, r in enumerate([1.0, 0.0, 0.5])]
-GRPO = {"lr": 1e-2, "kl_coef": 0.1, "epochs": 2, "minibatch_size": 5, "micro_batch_size": 2, "seed": 3}
-# Five examples in batches of 3: the second batch's two rows leave one on each rank, the first batch puts two on rank 0.
-EXAMPLES = [
-    WeightedExample(PROMPT_A[: 3 + i], [60 + i, 70, 80 + i], w) for i, w in enumerate([1.0, 0.5, 2.0, 1.0, 0.3])
-]
-RWR = {"lr": 1e-2, "kl_coef": 0.1, "epochs": 2, "batch_size": 3, "seed": 3}
 UPDATES = {
     "grpo": (grpo_update, SAMPLES, GRPO, ("loss", "kl", "grad_norm", "clip_ratio", "entropy", "approx_kl")),
     "rwr": (weighted_sft, EXAMPLES, RWR, ("loss", "nll", "kl", "grad_norm", "entropy")),

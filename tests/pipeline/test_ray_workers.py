@@ -11,6 +11,8 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import polars as pl
@@ -24,25 +26,26 @@ from genenv.models.grpo import grpo_update
 from genenv.models.policy import LoraSettings, PolicyPair
 from genenv.models.rwr import weighted_sft
 from genenv.models.transformers_backend import TransformersBackend, row_generators
+from genenv.tasks.options import is_transient
 from genenv.tasks.runtime import NO_CHECKPOINTS, ModelRuntime
-from genenv.tasks.workers import check_room, shard_bounds
+from genenv.tasks.workers import WorkerLost, check_room, shard_bounds
 from genenv.warehouse.schemas import GENERATION_TABLES
 from genenv.warehouse.store import Warehouse
-from tests.models.test_data_parallel import EXAMPLES, GRPO, RWR, SAMPLES
 from tests.pipeline.conftest import comparable, small_config
+from tests.support.training_rows import EXAMPLES, GRPO, RWR, SAMPLES
 
 ray = pytest.importorskip("ray", reason="the ray extra is not installed here (.venv-vllm); make installs it in .venv")
 
 
-@pytest.fixture(scope="module")
-def ray_head(tmp_path_factory: pytest.TempPathFactory):
-    """`ray start --head --block` in its own session on a free loopback port: (its address, the file the first
-    worker to answer a shard creates as it kills itself; genenv/faults.py). The head's environment is its workers'."""
-    killed = tmp_path_factory.mktemp("faults") / "worker-killed"
+@contextmanager
+def ray_head_process(faults: Path, crash_at: str) -> Iterator[tuple[str, Path]]:
+    """`ray start --head --block` in its own session on a free loopback port: (its address, the file the first worker
+    to reach `crash_at` creates as it kills itself; genenv/faults.py). The head's environment is its workers'."""
+    killed = faults / "worker-killed"
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    env = {**os.environ, "GENENV_CRASH_AT": "worker:answered", "GENENV_CRASH_MARKER": str(killed)}
+    env = {**os.environ, "GENENV_CRASH_AT": crash_at, "GENENV_CRASH_MARKER": str(killed)}
     env["RAY_AUTH_MODE"] = "disabled"  # as `genenv stack up --ray-port` starts a loopback head
     head = ["start", "--head", "--block", "--node-ip-address", "127.0.0.1", "--port", str(port), "--num-cpus", "2"]
     head += ["--include-dashboard", "false", "--disable-usage-stats"]
@@ -62,6 +65,20 @@ def ray_head(tmp_path_factory: pytest.TempPathFactory):
     finally:
         os.killpg(process.pid, signal.SIGTERM)
         process.wait(timeout=60)
+
+
+@pytest.fixture(scope="module")
+def ray_head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """A head whose first worker to answer a shard of generation dies."""
+    with ray_head_process(tmp_path_factory.mktemp("faults"), "worker:answered") as head:
+        yield head
+
+
+@pytest.fixture
+def ray_head_losing_a_rank(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """A head whose first worker to finish its part of an update dies before handing it back."""
+    with ray_head_process(tmp_path, "worker:trained") as head:
+        yield head
 
 
 def test_shards_are_consecutive_and_sample_as_in_the_whole_call() -> None:
@@ -141,3 +158,37 @@ def test_two_workers_train_as_one_process(
             scale = state[name].abs().max().item()
             worst = (spread_adam[index][name] - state[name]).abs().max().item()
             assert scale > 0 and worst <= 1e-5 * scale, (index, name, worst, scale)
+
+
+@pytest.mark.slow
+def test_a_rank_killed_in_an_update_fails_it_as_transient_and_the_retry_trains_as_one_process(
+    ray_head_losing_a_rank: tuple[str, Path], tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    """SIGKILL on a rank with its share computed: the update fails with a transient error (Prefect retries the
+    stage), the flow's policy is untouched, and the retry, which starts the stage's updates over on new workers,
+    ends where one process does."""
+    address, killed = ray_head_losing_a_rank
+    config = small_config(tiny_model_dir, tmp_path)
+    alone = ModelRuntime()
+    try:
+        policy = alone.training(config, NO_CHECKPOINTS)
+        untrained = policy.adapter_state("agent")
+        alone.fit(policy, grpo_update, "agent", SAMPLES, **GRPO)
+        expected = policy.adapter_state("agent")
+    finally:
+        alone.release()
+    cluster = config.replace(ray_address=address, rollout_workers=2, worker_cpus=1.0)
+    runtime = ModelRuntime()
+    try:
+        policy = runtime.training(cluster, NO_CHECKPOINTS)
+        with pytest.raises(WorkerLost, match="a rank of the agent update on 2 workers was lost") as lost:
+            runtime.fit(policy, grpo_update, "agent", SAMPLES, **GRPO)
+        assert killed.exists() and is_transient(lost.value)
+        assert all(torch.equal(v, untrained[k]) for k, v in policy.adapter_state("agent").items())
+        policy = runtime.training(cluster, NO_CHECKPOINTS)  # the stage's retry
+        runtime.fit(policy, grpo_update, "agent", SAMPLES, **GRPO)
+        got = policy.adapter_state("agent")
+    finally:
+        runtime.release()
+    worst = max((got[k] - expected[k]).abs().max().item() for k in expected)
+    assert worst <= 1e-5, worst
