@@ -10,7 +10,7 @@ import uuid
 
 from prefect import flow, get_run_logger
 
-from genenv.config import ConfigError
+from genenv.config import ConfigError, check_cluster
 from genenv.evaluation.benchmark_registry import check_item_sizes, present_benchmarks
 from genenv.evaluation.runner import DEFAULT_BENCHMARKS
 from genenv.flows.validation import validate
@@ -50,6 +50,10 @@ def evaluate(
     batch_size: int = 16,
     items: dict[str, int] | None = None,
     vllm_gpu_memory_utilization: float = 0.9,
+    ray_address: str = "",
+    rollout_workers: int = 2,
+    worker_cpus: float = 1.0,
+    worker_gpus: float = 0.0,
     runtime: ModelRuntime | None = None,
 ) -> str:
     """Returns the evaluation batch id; its rows have eval_id `<batch>/<benchmark>/<category>/<metric>`.
@@ -60,15 +64,21 @@ def evaluate(
     run's (float32 for a base model). `data_dir` holds the benchmarks not published as packages (API-Bank,
     Bamboogle; genenv/benchmark_data.py): a benchmark whose data is absent is skipped with a warning.
     `vllm_gpu_memory_utilization`: with backend vllm on a GPU, the engine's share of it (nothing trains beside an
-    evaluation of its own). `runtime`: the calling flow's models (compare's, across the models it scores, placed
-    as compare places them); without it, this flow loads its own.
+    evaluation of its own). `ray_address` and the worker fields: score on a Ray cluster's workers, as the config
+    fields of those names place a run's generation (docs/scale.md). `runtime`: the calling flow's models (compare's,
+    across the models it scores, placed as compare places them); without it, this flow loads its own.
     """
     names = benchmarks_to_score(benchmarks, data_dir, items)
     target = resolve_target(Warehouse(warehouse_uri), model, run_id, generation, precision)
     settings = scoring_config(target, cache_dir, batch_size).replace(
-        vllm_gpu_memory_utilization=vllm_gpu_memory_utilization
+        vllm_gpu_memory_utilization=vllm_gpu_memory_utilization,
+        ray_address=ray_address,
+        rollout_workers=rollout_workers,
+        worker_cpus=worker_cpus,
+        worker_gpus=worker_gpus,
     )
     validate(settings)  # a backend that cannot run here fails before loading
+    check_cluster(settings)  # so does a Ray cluster that does not answer
     eval_batch = f"{target.run_id}-{now():%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"
     with model_runtime(settings.placement, given=runtime) as models:
         for name in names:

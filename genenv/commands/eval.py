@@ -39,6 +39,11 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         default=0.9,
         help="backend vllm on a GPU: the engine's share of the GPU (default 0.9: nothing trains beside it)",
     )
+    cluster = parser.add_argument_group("scoring on a Ray cluster (docs/scale.md; the config fields of these names)")
+    cluster.add_argument("--ray-address", default="", help="'auto', 'HOST:PORT', 'ray://HOST:10001' or 'local'")
+    cluster.add_argument("--rollout-workers", type=int, default=2, help="Ray actors that generate the answers")
+    cluster.add_argument("--worker-cpus", type=float, default=1.0, help="CPUs each worker reserves")
+    cluster.add_argument("--worker-gpus", type=float, default=0.0, help="GPUs each worker reserves")
     parser.set_defaults(handler=run)
 
 
@@ -87,6 +92,10 @@ def run(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
         items=items,
         vllm_gpu_memory_utilization=args.vllm_gpu_memory_utilization,
+        ray_address=args.ray_address,
+        rollout_workers=args.rollout_workers,
+        worker_cpus=args.worker_cpus,
+        worker_gpus=args.worker_gpus,
     )
     print_scores(args.warehouse, eval_batch)
     return 0

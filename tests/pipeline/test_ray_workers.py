@@ -21,6 +21,8 @@ import torch
 from polars.testing import assert_frame_equal
 
 from genenv.config import ConfigError, Placement
+from genenv.evaluation.bfcl import Bfcl
+from genenv.flows.evaluate import evaluate
 from genenv.flows.evolve import evolve
 from genenv.models.grpo import grpo_update
 from genenv.models.policy import LoraSettings, PolicyPair
@@ -192,3 +194,33 @@ def test_a_rank_killed_in_an_update_fails_it_as_transient_and_the_retry_trains_a
         runtime.release()
     worst = max((got[k] - expected[k]).abs().max().item() for k in expected)
     assert worst <= 1e-5, worst
+
+
+@pytest.mark.slow
+def test_scoring_on_two_workers_gives_the_answers_of_one_process(
+    prefect_server, ray_head: tuple[str, Path], tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`genenv eval --ray-address`: BFCL items answered on 2 workers, greedy in float32, are the in-process answers."""
+    monkeypatch.setattr(Bfcl, "max_new_tokens", 8)  # the tiny model's answers are noise: a few tokens suffice
+    items = {"simple_python": 3, "multiple": 2, "irrelevance": 2, "parallel": 0}
+
+    def scored(where: str, **placement) -> pl.DataFrame:
+        uri = str(tmp_path / where / "warehouse")
+        batch = evaluate(
+            model=str(tiny_model_dir),
+            benchmarks=["bfcl"],
+            warehouse_uri=uri,
+            cache_dir=str(tmp_path),
+            items=items,
+            **placement,
+        )
+        rows = Warehouse(uri).read("evaluation_items").filter(pl.col("eval_id").str.starts_with(batch + "/"))
+        return rows.select("category", "item_id", "output", "score").sort("category", "item_id")
+
+    alone = scored("alone")
+    monkeypatch.setattr(TransformersBackend, "generate", lambda *a, **k: pytest.fail("answered in this process"))
+    spread = scored("workers", ray_address=ray_head[0], rollout_workers=2, worker_cpus=1.0)
+    assert len(alone) == 7
+    assert_frame_equal(spread, alone)
+    with pytest.raises(ConfigError, match="ray_address: cannot reach the Ray cluster at '127.0.0.1:1'"):
+        scored("nowhere", ray_address="127.0.0.1:1")
