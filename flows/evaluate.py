@@ -10,7 +10,7 @@ import uuid
 
 from prefect import flow, get_run_logger
 
-from genenv.config import ConfigError, check_cluster
+from genenv.config import ConfigError, GenEnvConfig, check_cluster
 from genenv.evaluation.benchmark_registry import check_item_sizes, present_benchmarks
 from genenv.evaluation.runner import DEFAULT_BENCHMARKS
 from genenv.flows.validation import validate
@@ -50,10 +50,10 @@ def evaluate(
     batch_size: int = 16,
     items: dict[str, int] | None = None,
     vllm_gpu_memory_utilization: float = 0.9,
-    ray_address: str = "",
-    rollout_workers: int = 2,
-    worker_cpus: float = 1.0,
-    worker_gpus: float = 0.0,
+    ray_address: str = GenEnvConfig.ray_address,
+    rollout_workers: int = GenEnvConfig.rollout_workers,
+    worker_cpus: float = GenEnvConfig.worker_cpus,
+    worker_gpus: float = GenEnvConfig.worker_gpus,
     runtime: ModelRuntime | None = None,
 ) -> str:
     """Returns the evaluation batch id; its rows have eval_id `<batch>/<benchmark>/<category>/<metric>`.

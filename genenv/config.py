@@ -217,14 +217,14 @@ class GenEnvConfig:
     # --- where the compute runs (not part of the config hash: results are the same in-process or on a cluster) ---
     ray_address: str = _f(
         "",
-        "Ray cluster the stages that generate fan out to (docs/scale.md): empty runs them in this process; 'auto' "
-        "joins the cluster this machine belongs to (`ray start --head`), 'HOST:PORT' or 'ray://HOST:10001' a "
-        "remote one, 'local' starts a private one for the run. Needs the ray extra.",
+        "Ray cluster the stages that generate and train fan out to (docs/scale.md): empty runs them in this process; "
+        "'auto' joins the cluster this machine belongs to (`ray start --head`), 'HOST:PORT' or 'ray://HOST:10001' "
+        "a remote one, 'local' starts a private one for the run. Needs the ray extra.",
     )
     rollout_workers: int = _f(
         2,
-        "With ray_address: Ray actors that generate, each holding the base model; a call's conversations are split "
-        "among them in order and gathered back in order.",
+        "With ray_address: Ray actors that generate, each holding the base model (a call's conversations are split "
+        "among them in order and gathered back in order), and train as data-parallel ranks.",
     )
     worker_cpus: float = _f(1.0, "With ray_address: CPUs each rollout worker reserves (it runs that many threads).")
     worker_gpus: float = _f(0.0, "With ray_address: GPUs each rollout worker reserves (a fraction shares one).")

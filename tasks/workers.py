@@ -112,8 +112,8 @@ class GenerationWorker:
         self.serving: tuple[Checkpoints, int] | None = None
         self.backend: TransformersBackend | None = None
         self.trainer: PolicyPair | None = None
-        self.trainer_key: tuple[TrainingKey, int] = ((NO_CHECKPOINTS, NO_CHECKPOINTS, -1), 0)
-        """(where the trained copy started, how many updates it has taken since)."""
+        self.trainer_key: tuple[TrainingKey, int] | None = None
+        """With `trainer`: where the trained copy started, how many updates it has taken since."""
 
     def ready(self) -> bool:
         return True
@@ -128,17 +128,27 @@ class GenerationWorker:
         first_row: int,
     ) -> list[Completion]:
         if self.backend is None or self.serving != (checkpoints, version):
-            self.backend = self.serving = self.trainer = None
-            gc.collect()  # the old policy goes before the new one loads, not after
-            s = self.settings
-            adapters = local_adapters(checkpoints, Path(s.cache_dir))
-            base = resolve_base_model(s.model, Path(s.models_dir))
-            policy = PolicyPair.load(base, s.lora, adapters=adapters, seed=s.seed, precision=s.precision)
-            self.backend = TransformersBackend(policy, s.batch_size)
+            self.backend = TransformersBackend(self._loaded(checkpoints), self.settings.batch_size)
             self.serving = (checkpoints, version)
         answers = self.backend.generate(role, conversations, sampling, first_row=first_row)
         crash_point("worker:answered")  # a worker dying with its shard's answers computed, not yet returned
         return answers
+
+    def _loaded(self, checkpoints: Checkpoints, references: Checkpoints = NO_CHECKPOINTS) -> PolicyPair:
+        """The policy as of `checkpoints` (KL references: `references`), in place of whatever this worker held: the
+        old copy goes before the new one loads, not after."""
+        self.backend = self.serving = self.trainer = self.trainer_key = None
+        gc.collect()
+        s = self.settings
+        cache = Path(s.cache_dir)
+        return PolicyPair.load(
+            resolve_base_model(s.model, Path(s.models_dir)),
+            s.lora,
+            adapters=local_adapters(checkpoints, cache),
+            references=local_adapters(references, cache),
+            seed=s.seed,
+            precision=s.precision,
+        )
 
     def meeting_point(self) -> tuple[str, int]:
         """This node's address and a free port on it, where the ranks of one update meet (rank 0's)."""
@@ -166,22 +176,11 @@ class GenerationWorker:
         the others None."""
         import torch.distributed as dist
 
-        if self.trainer is None or self.trainer_key[0] != start:
+        if self.trainer_key is None or self.trainer_key[0] != start:
             if done:
                 raise RuntimeError(f"rank {rank} restarted after {done} updates of this stage: its copy is lost")
-            self.backend = self.serving = self.trainer = None
-            gc.collect()
-            s = self.settings
             checkpoints, references, _ = start
-            cache = Path(s.cache_dir)
-            self.trainer = PolicyPair.load(
-                resolve_base_model(s.model, Path(s.models_dir)),
-                s.lora,
-                adapters=local_adapters(checkpoints, cache),
-                references=local_adapters(references, cache),
-                seed=s.seed,
-                precision=s.precision,
-            )
+            self.trainer = self._loaded(checkpoints, references)
             self.trainer_key = (start, 0)
         if self.trainer_key[1] != done:
             raise RuntimeError(f"rank {rank} holds {self.trainer_key[1]} of the stage's {done} earlier updates")
@@ -200,7 +199,7 @@ class GenerationWorker:
             self.trainer_key = (start, done + 1)
             crash_point("worker:trained")  # a rank dying with its update computed, not yet handed back
         except BaseException:
-            self.trainer = None  # half an update: never the start of the next
+            self.trainer = self.trainer_key = None  # half an update: never the start of the next
             raise
         finally:
             dist.destroy_process_group()

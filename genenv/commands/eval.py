@@ -7,7 +7,10 @@ import os
 import sys
 from pathlib import Path
 
-from genenv.config import ConfigError
+from genenv.config import ConfigError, field_help
+
+CLUSTER_FIELDS = ("ray_address", "rollout_workers", "worker_cpus", "worker_gpus")
+"""Config fields that place the scoring on a Ray cluster; each is an option of this command."""
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -39,11 +42,10 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         default=0.9,
         help="backend vllm on a GPU: the engine's share of the GPU (default 0.9: nothing trains beside it)",
     )
-    cluster = parser.add_argument_group("scoring on a Ray cluster (docs/scale.md; the config fields of these names)")
-    cluster.add_argument("--ray-address", default="", help="'auto', 'HOST:PORT', 'ray://HOST:10001' or 'local'")
-    cluster.add_argument("--rollout-workers", type=int, default=2, help="Ray actors that generate the answers")
-    cluster.add_argument("--worker-cpus", type=float, default=1.0, help="CPUs each worker reserves")
-    cluster.add_argument("--worker-gpus", type=float, default=0.0, help="GPUs each worker reserves")
+    cluster = parser.add_argument_group("scoring on a Ray cluster (docs/scale.md): the config fields of these names")
+    for name, _, default, help_text in field_help():
+        if name in CLUSTER_FIELDS:
+            cluster.add_argument(f"--{name.replace('_', '-')}", type=type(default), default=default, help=help_text)
     parser.set_defaults(handler=run)
 
 
@@ -92,10 +94,7 @@ def run(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
         items=items,
         vllm_gpu_memory_utilization=args.vllm_gpu_memory_utilization,
-        ray_address=args.ray_address,
-        rollout_workers=args.rollout_workers,
-        worker_cpus=args.worker_cpus,
-        worker_gpus=args.worker_gpus,
+        **{name: getattr(args, name) for name in CLUSTER_FIELDS},
     )
     print_scores(args.warehouse, eval_batch)
     return 0
