@@ -270,13 +270,6 @@ class GenEnvConfig:
             need(getattr(self, name) >= 1, name, "must be >= 1")
         need(self.worker_cpus > 0, "worker_cpus", "must be > 0")
         need(self.worker_gpus >= 0, "worker_gpus", "must be >= 0")
-        if self.ray_address:
-            need(
-                self.backend == "transformers",
-                "ray_address",
-                "rollout workers generate with the transformers backend; vLLM engines on workers are not built yet "
-                "(docs/scale.md), so backend: vllm runs in-process only",
-            )
         need(self.precision in ("float32", "bfloat16"), "precision", "must be float32 or bfloat16")
         need(self.vllm_adapters in VLLM_ADAPTER_MODES, "vllm_adapters", f"must be one of {list(VLLM_ADAPTER_MODES)}")
         need(0.0 < self.vllm_gpu_memory_utilization <= 1.0, "vllm_gpu_memory_utilization", "must be in (0, 1]")

@@ -276,9 +276,11 @@ class VllmBackend:
         conversations: list[list[dict[str, str]]],
         sampling: SamplingSettings,
         progress: Callable[[int], None] | None = None,
+        first_row: int = 0,
     ) -> list[Completion]:
         """One completion per conversation, in input order; `batch_size` requests run in the engine at once (the
-        decode batch), and `progress(n)` gets each such chunk's size."""
+        decode batch), and `progress(n)` gets each such chunk's size. `first_row`: the conversations are a call's
+        rows from that one on (a rollout worker's shard), and sample with those rows' seeds."""
         if role not in ROLES:
             raise ValueError(f"unknown role {role!r}; expected one of {ROLES}")
         tokenizer = self.policy.tokenizer
@@ -292,7 +294,7 @@ class VllmBackend:
         results: list[Completion] = []
         for start in range(0, len(prompts), self.batch_size):
             chunk = prompts[start : start + self.batch_size]
-            params = [self._params(sampling, start + i, stops) for i in range(len(chunk))]
+            params = [self._params(sampling, first_row + start + i, stops) for i in range(len(chunk))]
             for prompt, output in zip(chunk, self.engine.generate(chunk, params, lora), strict=True):
                 results.append(self._completion(prompt, output.outputs[0], stops))
             if progress is not None:

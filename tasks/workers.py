@@ -7,21 +7,23 @@ its own state to resume, while the shards of one call are nothing but one batch 
 
 Each worker loads the policy (base model and both adapters, from their published folders: the warehouse root, a
 folder or S3) on its first call, and again whenever the adapters or the runtime's weights version move, as the vLLM
-engine's LoRA mode does. A shard samples with the random streams its rows have in the whole call (`first_row`), so
-the answers are the in-process ones: greedy always, sampled ones for the same seed whatever the number of workers
-(in float32; bfloat16 rounds a different batch differently, as in-process batching does). A worker that dies
-mid-call is restarted by Ray and its shard answered again (`RETRIES`), so a stage sees neither a gap nor a
-duplicate; past that, the stage fails, the runtime drops the workers, and a retry of the stage starts new ones.
+engine's LoRA mode does. With `backend: vllm` it also starts a vLLM engine on its first call and keeps it, serving
+each policy it loads (its adapter folders, or its merged weights). A shard samples with the random streams its rows
+have in the whole call (`first_row`), so the answers are the in-process ones: greedy always, sampled ones for the
+same seed whatever the number of workers (in float32; bfloat16 rounds a different batch differently, as in-process
+batching does). A worker that dies mid-call is restarted by Ray and its shard answered again (`RETRIES`), so a stage
+sees neither a gap nor a duplicate; past that, the stage fails, the runtime drops the workers, and a retry of the
+stage starts new ones.
 
-The same workers are the ranks of data-parallel training (`RayWorkers.fit`): for one update they join a
-torch.distributed group (gloo on CPU, NCCL on GPU), each computes its share of every step's rows, and all take the
-same step (models/data_parallel.py). Rank 0 hands the trained adapter and its AdamW state back to the flow's copy of
-the policy, which saves and publishes it as after an update in-process. A worker keeps its trained copy for the
-stage's next update (the replay after GRPO, the simulator's update). A rank that dies fails the update (no retry:
-its peers would wait in a collective for a rank that restarted empty); the stage fails, and its retry runs on new
-workers. Ranks rather than `accelerate launch`: the workers already hold the model on their devices, and a second
-set of processes beside them would load it twice. A lost rank is a transient error (`WorkerLost`): the stage's retry
-runs the update again from the start, on new workers.
+The same workers are the ranks of data-parallel training (`RayWorkers.fit`): for one update they join a process
+group of their own (gloo on CPU, NCCL on GPU; vLLM holds torch's default one), the engine asleep meanwhile, each
+computes its share of every step's rows, and all take the same step (models/data_parallel.py). Rank 0 hands the
+trained adapter and its AdamW state back to the flow's copy of the policy, which saves and publishes it as after an
+update in-process. A worker keeps its trained copy for the stage's next update (the replay after GRPO, the
+simulator's update). Ranks rather than `accelerate launch`: the workers already hold the model on their devices, and
+a second set of processes beside them would load it twice. A rank that dies fails the update, with no restart (its
+peers would wait in a collective for a rank that restarted empty). A lost rank is a transient error (`WorkerLost`):
+the stage's retry runs the update again from the start, on new workers.
 """
 
 from __future__ import annotations
@@ -33,15 +35,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from genenv.config import ConfigError, GenEnvConfig, Placement, ray_host_port
 from genenv.faults import crash_point
+from genenv.models.backends import BACKENDS
+from genenv.models.data_parallel import joined
 from genenv.models.loading import resolve_base_model
 from genenv.models.policy import ROLES, LoraSettings, PolicyPair
 from genenv.models.sampling import Completion, SamplingSettings
 from genenv.models.transformers_backend import TransformersBackend
 from genenv.warehouse.checkpoints import fetch_adapter
+
+if TYPE_CHECKING:
+    from genenv.models.vllm import VllmBackend, VllmEngine
 
 Checkpoints = tuple[str | None, str | None]
 NO_CHECKPOINTS: Checkpoints = (None, None)
@@ -76,6 +83,8 @@ class WorkerSettings:
     batch_size: int
     cache_dir: str
     placement: Placement
+    backend: str
+    vllm_adapters: str
 
     @classmethod
     def of(cls, config: GenEnvConfig, placement: Placement) -> WorkerSettings:
@@ -91,6 +100,8 @@ class WorkerSettings:
             config.generation_batch_size,
             str(adapter_cache(config)),
             placement,
+            config.backend,
+            config.vllm_adapters,
         )
 
 
@@ -110,7 +121,11 @@ class GenerationWorker:
     def __init__(self, settings: WorkerSettings) -> None:
         self.settings = settings
         self.serving: tuple[Checkpoints, int] | None = None
-        self.backend: TransformersBackend | None = None
+        self.backend: TransformersBackend | VllmBackend | None = None
+        self.engine: VllmEngine | None = None
+        """With `backend: vllm`: this worker's engine, started by its first call, kept while the worker lives."""
+        self.loads = 0
+        """Policies this worker has loaded: the weights version its engine's merged weights are keyed by."""
         self.trainer: PolicyPair | None = None
         self.trainer_key: tuple[TrainingKey, int] | None = None
         """With `trainer`: where the trained copy started, how many updates it has taken since."""
@@ -128,17 +143,40 @@ class GenerationWorker:
         first_row: int,
     ) -> list[Completion]:
         if self.backend is None or self.serving != (checkpoints, version):
-            self.backend = TransformersBackend(self._loaded(checkpoints), self.settings.batch_size)
+            self.backend = self._backend(self._loaded(checkpoints), checkpoints)
             self.serving = (checkpoints, version)
         answers = self.backend.generate(role, conversations, sampling, first_row=first_row)
         crash_point("worker:answered")  # a worker dying with its shard's answers computed, not yet returned
         return answers
+
+    def _backend(self, policy: PolicyPair, checkpoints: Checkpoints) -> TransformersBackend | VllmBackend:
+        """The configured backend over `policy`; a vLLM one on this worker's engine, serving `checkpoints`."""
+        s = self.settings
+        if s.backend != "vllm":
+            return BACKENDS[s.backend](policy, batch_size=s.batch_size)
+        from genenv.models.vllm import EngineSettings, VllmEngine
+
+        if self.engine is None:
+            self.engine = VllmEngine(
+                EngineSettings(
+                    model=str(resolve_base_model(s.model, Path(s.models_dir))),
+                    dtype=s.precision,
+                    adapters=s.vllm_adapters,
+                    lora_rank=s.lora.r,
+                    gpu_memory_utilization=s.placement.vllm_gpu_memory_utilization,
+                )
+            )
+        adapters = local_adapters(checkpoints, Path(s.cache_dir))
+        return BACKENDS[s.backend](
+            policy, batch_size=s.batch_size, engine=self.engine, adapters=adapters, version=self.loads
+        )
 
     def _loaded(self, checkpoints: Checkpoints, references: Checkpoints = NO_CHECKPOINTS) -> PolicyPair:
         """The policy as of `checkpoints` (KL references: `references`), in place of whatever this worker held: the
         old copy goes before the new one loads, not after."""
         self.backend = self.serving = self.trainer = self.trainer_key = None
         gc.collect()
+        self.loads += 1
         s = self.settings
         cache = Path(s.cache_dir)
         return PolicyPair.load(
@@ -174,8 +212,6 @@ class GenerationWorker:
         """Rank `rank` of one data-parallel update of `role` on the policy as of `start`, after the `done` updates
         the stage made on it before; rank 0 returns (records, progress counted, the role's weights, its AdamW state),
         the others None."""
-        import torch.distributed as dist
-
         if self.trainer_key is None or self.trainer_key[0] != start:
             if done:
                 raise RuntimeError(f"rank {rank} restarted after {done} updates of this stage: its copy is lost")
@@ -184,25 +220,17 @@ class GenerationWorker:
             self.trainer_key = (start, 0)
         if self.trainer_key[1] != done:
             raise RuntimeError(f"rank {rank} holds {self.trainer_key[1]} of the stage's {done} earlier updates")
-        host, port = meeting
-        group = "nccl" if self.trainer.device.type == "cuda" else "gloo"
-        dist.init_process_group(
-            group,
-            init_method=f"tcp://{host}:{port}",
-            rank=rank,
-            world_size=world,
-            timeout=timedelta(seconds=COLLECTIVE_SECONDS),
-        )
+        if self.engine is not None:
+            self.engine.sleep()  # on a GPU, room for the update; the engine wakes for the next call that generates
+        timeout = timedelta(seconds=COLLECTIVE_SECONDS)
         counted: list[int] = []
         try:
-            records = update(self.trainer, role, rows, progress=counted.append, **settings)
+            with joined(meeting, rank, world, self.trainer.device, timeout):
+                records = update(self.trainer, role, rows, progress=counted.append, **settings)
             self.trainer_key = (start, done + 1)
-            crash_point("worker:trained")  # a rank dying with its update computed, not yet handed back
         except BaseException:
             self.trainer = self.trainer_key = None  # half an update: never the start of the next
             raise
-        finally:
-            dist.destroy_process_group()
         if rank != 0:
             return None
         return records, sum(counted), self.trainer.adapter_state(role), self.trainer.optimizer_states.get(role)

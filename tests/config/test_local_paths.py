@@ -101,11 +101,6 @@ def listening():
         yield server.getsockname()[1]
 
 
-def test_rollout_workers_refuse_the_backend_they_do_not_run():
-    with pytest.raises(ConfigError, match="ray_address: rollout workers generate with the transformers backend"):
-        GenEnvConfig(ray_address="local", backend="vllm")  # the values alone decide this one
-
-
 @pytest.mark.skipif(importlib.util.find_spec("textworld") is None, reason="the text-game extra is not installed")
 def test_rollout_workers_refuse_a_domain_played_turn_by_turn():
     config = GenEnvConfig(ray_address="local", domain="text_game")

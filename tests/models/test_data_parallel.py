@@ -1,11 +1,12 @@
 """Data-parallel updates (models/data_parallel.py), GRPO and RWR's weighted SFT: two gloo processes on 127.0.0.1, each
 computing half of every step's rows, take the steps one process takes, within float tolerance (the ranks add their
-gradient sums in another order)."""
+gradient sums in another order), in a group of their own beside the default one a vLLM engine holds."""
 
 from __future__ import annotations
 
 import json
 import socket
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from safetensors.torch import load_file
 
+from genenv.models.data_parallel import joined, rank_and_world
 from genenv.models.grpo import grpo_update
 from genenv.models.policy import LoraSettings, PolicyPair
 from genenv.models.rwr import weighted_sft
@@ -34,7 +36,7 @@ def updated(model_dir: Path, out: Path, kind: str) -> None:
     embedded: list[int] = []
     policy.model.get_input_embeddings().register_forward_hook(lambda _, ids, __: embedded.append(ids[0].numel()))
     records = update(policy, "agent", rows, **settings)
-    index = dist.get_rank() if dist.is_initialized() else 0
+    index = rank_and_world()[0]
     (out / f"tokens-{index}").write_text(str(sum(embedded)))
     if index == 0:
         policy.save_adapter("agent", out / "adapter")
@@ -44,9 +46,11 @@ def updated(model_dir: Path, out: Path, kind: str) -> None:
 
 def rank(index: int, world: int, port: int, model_dir: Path, out: Path, kind: str) -> None:
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=index, world_size=world)
+    # torch's default group, a world of one, as a vLLM engine in a rollout worker's process holds it
+    dist.init_process_group("gloo", init_method=f"file://{out}/alone-{index}", rank=0, world_size=1)
     try:
-        updated(model_dir, out, kind)
+        with joined(("127.0.0.1", port), index, world, torch.device("cpu"), timedelta(seconds=120)):
+            updated(model_dir, out, kind)
     finally:
         dist.destroy_process_group()
 

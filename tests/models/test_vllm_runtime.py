@@ -7,14 +7,12 @@ import importlib.util
 from pathlib import Path
 
 import pytest
-import torch
 
 from genenv.config import GenEnvConfig
 from genenv.models.backends import BACKENDS
-from genenv.models.policy import ROLES
 from genenv.models.sampling import SamplingSettings
 from genenv.tasks.runtime import NO_CHECKPOINTS, ModelRuntime
-from genenv.warehouse.checkpoints import publish_adapter
+from tests.support.published import moved_and_published
 
 pytestmark = [
     pytest.mark.vllm,
@@ -39,18 +37,8 @@ def test_the_stage_after_an_update_generates_with_the_saved_adapter(tiny_model_d
     try:
         before = runtime.backend(config, NO_CHECKPOINTS).generate("agent", CONVERSATIONS, GREEDY)
         engine = runtime._engine
-        # what the finetune stage does: train in place, save both adapters, publish them, tell the runtime
         policy = runtime.training(config, NO_CHECKPOINTS)
-        generator = torch.Generator().manual_seed(3)
-        with torch.no_grad():
-            for name, param in policy.model.named_parameters():
-                if "lora_B" in name and ".agent." in name:
-                    param.copy_(torch.randn(param.shape, generator=generator) * 0.3)
-        checkpoints = tuple(str(tmp_path / "published" / role) for role in ROLES)
-        for role, uri in zip(ROLES, checkpoints, strict=True):
-            policy.save_adapter(role, tmp_path / "staging" / role)
-            publish_adapter(tmp_path / "staging" / role, uri)
-        runtime.saved(checkpoints)
+        checkpoints = moved_and_published(runtime, policy, tmp_path)
 
         after = runtime.backend(config, checkpoints).generate("agent", CONVERSATIONS, GREEDY)
         reference = BACKENDS["transformers"](policy, batch_size=8).generate("agent", CONVERSATIONS, GREEDY)

