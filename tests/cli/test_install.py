@@ -16,27 +16,13 @@ import pytest
 from genenv.warehouse.store import Warehouse
 
 REPO = Path(__file__).resolve().parents[2]
-LOCAL_ONLY = {".git", ".venv", "data", "build", ".ruff_cache", ".pytest_cache"}
+LOCAL_ONLY = {".git", "data", "build", ".ruff_cache", ".pytest_cache"}
 
 
 def _not_sources(folder: str, names: list[str]) -> set[str]:
-    """The checkout's own state (venv, data folder, caches), not what a clone would hold."""
-    top = LOCAL_ONLY if Path(folder) == REPO else set()
-    return {name for name in names if name in top or name == "__pycache__" or name.endswith(".egg-info")}
-
-
-@pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """`pip install .` of a copy of the checkout into a bare target folder (dependencies come from this venv)."""
-    root = tmp_path_factory.mktemp("install")
-    source, target = root / "source", root / "site-packages"
-    shutil.copytree(REPO, source, ignore=_not_sources)
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target", target, source],
-        check=True,
-        capture_output=True,
-    )
-    return target
+    """The checkout's own state (venvs, data folder, caches), not what a clone would hold."""
+    top = {name for name in names if name in LOCAL_ONLY or name.startswith(".venv")} if Path(folder) == REPO else set()
+    return top | {name for name in names if name == "__pycache__" or name.endswith(".egg-info")}
 
 
 @pytest.fixture(scope="module")
@@ -52,6 +38,19 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     [built] = root.glob("genenv_coevolve-*.whl")
     return built
+
+
+@pytest.fixture(scope="module")
+def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`pip install` of the wheel into a bare target folder (dependencies come from this venv): what `pip install .`
+    does, without building it a second time."""
+    target = tmp_path_factory.mktemp("install") / "site-packages"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", target, wheel],
+        check=True,
+        capture_output=True,
+    )
+    return target
 
 
 @pytest.fixture(scope="module")

@@ -78,5 +78,7 @@ def test_stack_up_starts_a_ray_head_that_down_stops(tmp_path: Path) -> None:
         assert f"ray_pid: {head}" in status and f"ray_address: {address}" in status
     finally:
         assert "ray head" in _genenv("stack", "down", *stack, env=env)
+    with pytest.raises(ProcessLookupError):
+        os.killpg(head, 0)  # nothing the head started is left
     with pytest.raises(ConfigError, match="cannot reach the Ray cluster"):
         check_local_paths(GenEnvConfig(data_dir=str(tmp_path), ray_address=address))
