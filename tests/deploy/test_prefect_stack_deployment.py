@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from polars.testing import assert_frame_equal
 from prefect.client.orchestration import SyncPrefectClient, get_client
 from prefect.client.schemas.filters import (
     ArtifactFilter,
@@ -39,7 +38,7 @@ from genenv.tasks.options import GPU_TAG
 from genenv.warehouse.query import query
 from genenv.warehouse.schemas import GENERATION_TABLES
 from genenv.warehouse.store import Warehouse
-from tests.pipeline.conftest import comparable
+from tests.pipeline.conftest import assert_same_run, comparable
 
 pytestmark = pytest.mark.slow
 
@@ -259,7 +258,7 @@ def test_retry_of_a_flow_run_killed_under_the_worker_continues_it_to_the_same_ta
     assert warehouse.committed(run_id)["generation"].to_list() == [0, 1]
     for table in GENERATION_TABLES:
         retried, uninterrupted = warehouse.read(table, run_id=run_id), reference.read(table, run_id=reference_run)
-        assert_frame_equal(comparable(retried, run_id), comparable(uninterrupted, reference_run))
+        assert_same_run(comparable(retried, run_id), comparable(uninterrupted, reference_run))
 
 
 def retry(stack: LocalStack, flow_run_id, attempts: int = 3) -> FlowRun:

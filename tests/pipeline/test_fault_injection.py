@@ -10,11 +10,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 import yaml
-from polars.testing import assert_frame_equal
 
 from genenv.warehouse.schemas import GENERATION_TABLES
 from genenv.warehouse.store import Warehouse
-from tests.pipeline.conftest import comparable
+from tests.pipeline.conftest import assert_same_run, comparable
 
 pytestmark = pytest.mark.slow
 
@@ -63,7 +62,7 @@ def test_killed_anywhere_the_run_resumes_to_the_same_tables(finished_run, tmp_pa
     for table in GENERATION_TABLES:
         resumed = warehouse.read(table, run_id=run_id)
         uninterrupted = reference.read(table, run_id=reference_run).filter(pl.col("generation") <= 1)
-        assert_frame_equal(comparable(resumed, run_id), comparable(uninterrupted, reference_run))
+        assert_same_run(comparable(resumed, run_id), comparable(uninterrupted, reference_run))
     for row in warehouse.committed(run_id).iter_rows(named=True):
         for checkpoint in (row["agent_checkpoint"], row["simulator_checkpoint"]):
             assert (Path(checkpoint) / "adapter_config.json").is_file()
@@ -96,4 +95,4 @@ def test_two_writers_on_one_run_one_fails_at_once_and_the_tables_are_a_single_ru
     for table in GENERATION_TABLES:
         written = warehouse.read(table, run_id="shared-run")
         uninterrupted = reference.read(table, run_id=reference_run).filter(pl.col("generation") <= 1)
-        assert_frame_equal(comparable(written, "shared-run"), comparable(uninterrupted, reference_run))
+        assert_same_run(comparable(written, "shared-run"), comparable(uninterrupted, reference_run))

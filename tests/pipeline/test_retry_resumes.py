@@ -15,13 +15,12 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from polars.testing import assert_frame_equal
 from prefect import get_client
 from prefect.states import Scheduled
 
 from genenv.warehouse.schemas import GENERATION_TABLES
 from genenv.warehouse.store import Warehouse
-from tests.pipeline.conftest import comparable
+from tests.pipeline.conftest import assert_same_run, comparable
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
@@ -63,4 +62,4 @@ def test_retry_of_a_killed_flow_run_resumes_the_same_genenv_run(finished_run, pr
     for table in GENERATION_TABLES:
         retried = warehouse.read(table, run_id=runs[0])
         uninterrupted = reference.read(table, run_id=reference_run).filter(pl.col("generation") <= 1)
-        assert_frame_equal(comparable(retried, runs[0]), comparable(uninterrupted, reference_run))
+        assert_same_run(comparable(retried, runs[0]), comparable(uninterrupted, reference_run))
