@@ -1,14 +1,16 @@
 """Where one BFCL scoring pass spends its time: tokenising, prefill, decode, the checker, the warehouse writes.
 
     python bench/eval_profile.py [--warehouse data/after/warehouse --run RUN --generation G] [--category simple_python]
-                                 [--items 400] [--batch-size 16] [--cache data] [--vllm-python .venv-vllm/bin/python]
+                                 [--items 400] [--batch-size 16] [--precision P] [--cache data]
+                                 [--vllm-python .venv-vllm/bin/python]
 
 Scores `--items` items of one BFCL category greedily with BFCL's prompt, as `genenv eval` does (transformers
-backend, the run's precision and agent adapter; without `--run`, the embedded base model in bf16), and prints each
-part's seconds, the prompt tokens (total, shared by every prompt, prefilled), and the prefill and decode rates.
-Prefill is every forward over prompt columns (the shared system prompt once, then each prompt's rest), decode every
-one-token step of the running rows; both are timed around the model call, so the rest of `_decode` (sampling,
-bookkeeping, cache moves) is the remainder of the generate time. The warehouse writes go to a scratch folder.
+backend, the run's agent adapter and precision, or `--precision`; without `--run`, the embedded base model in
+bf16), and prints each part's seconds, the prompt tokens (total, shared by every prompt, prefilled), and the
+prefill and decode rates. Prefill is every forward over prompt columns (the shared system prompt once, then each
+prompt's rest), decode every one-token step of the running rows; both are timed around the model call, so the rest
+of `_decode` (sampling, bookkeeping, cache moves) is the remainder of the generate time. The warehouse writes go
+to a scratch folder.
 
 With `--vllm-python`, the same items are then scored again on the vllm backend by that interpreter (`.venv-vllm`,
 after this pass has ended, so the two never share the cores), and both passes are printed side by side: engine
@@ -34,7 +36,7 @@ from genenv.evaluation.benchmark_registry import select_items
 from genenv.evaluation.bfcl import Bfcl
 from genenv.evaluation.runner import ItemResult
 from genenv.models.loading import EMBEDDED_MODEL
-from genenv.models.policy import shared_prefix_length
+from genenv.models.policy import PRECISIONS, shared_prefix_length
 from genenv.models.sampling import GenerationBackend, SamplingSettings, encode_prompt
 from genenv.models.transformers_backend import TransformersBackend
 from genenv.tasks.benchmarks import Target, evaluation_rows, resolve_target, scoring_backend
@@ -90,7 +92,8 @@ def chosen(args: argparse.Namespace) -> tuple[list, Target]:
         if args.run
         else Target(EMBEDDED_MODEL, precision="bfloat16")
     )
-    return items, dataclasses.replace(target, backend="transformers")
+    precision = {"precision": args.precision} if args.precision else {}
+    return items, dataclasses.replace(target, backend="transformers", **precision)
 
 
 def timed_generate(backend: GenerationBackend, items: list) -> tuple[float, list]:
@@ -108,6 +111,7 @@ def main() -> None:
     parser.add_argument("--category", default="simple_python")
     parser.add_argument("--items", type=int, default=400)
     parser.add_argument("--batch-size", type=int, default=16, help="generation_batch_size, as genenv eval's")
+    parser.add_argument("--precision", choices=PRECISIONS, help="score in this precision instead of the run's")
     parser.add_argument("--cache", default="data", help="data folder holding the converted model (data/models)")
     parser.add_argument("--vllm-python", help="then score the same items on the vllm backend with this interpreter")
     parser.add_argument("--vllm-pass", action="store_true", help=argparse.SUPPRESS)

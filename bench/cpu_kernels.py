@@ -1,0 +1,78 @@
+"""Which precision and matmul kernel prefill and decode fastest on this CPU: the question issue 29's scoring time
+turns on, since a BFCL pass is two thirds prefill, and the answer differs between machines of one workplace.
+
+    python bench/cpu_kernels.py [--models data/models] [--rounds 3]
+
+The embedded SmolLM2 with the agent's (fresh) adapter merged, as generation runs it, in float32 and bfloat16, each
+with PyTorch's plain linear layers (MKL in fp32) and with the weights packed for oneDNN as `TransformersBackend`
+packs them (`packed_linears`). Prefill: one forward over 16 rows of 256 tokens (a prefill chunk), the last
+position's logits only. Decode: 32 greedy one-token steps of 16 rows after 480 prompt tokens (BFCL's median
+prompt). Best of `--rounds` interleaved rounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import time
+from pathlib import Path
+
+import torch
+from transformers import DynamicCache
+
+from genenv.models.loading import EMBEDDED_MODEL, resolve_base_model
+from genenv.models.onednn_linears import onednn_supports, packed_linears
+from genenv.models.policy import LoraSettings, PolicyPair
+
+ROWS, CHUNK, CONTEXT, STEPS = 16, 256, 480, 32
+
+
+def timed_pass(policy: PolicyPair, packed: bool, chunk: torch.Tensor, context: torch.Tensor) -> tuple[float, float]:
+    """Seconds of one prefill chunk and of STEPS decoding steps."""
+    model = policy.model
+    packing = packed_linears(model, policy.compute_dtype) if packed else contextlib.nullcontext()
+    with torch.inference_mode(), policy.merged("agent"), policy.autocast(), packing:
+        started = time.perf_counter()
+        model(chunk, logits_to_keep=1)
+        prefill = time.perf_counter() - started
+        cache = DynamicCache()
+        tokens = model(context, past_key_values=cache, logits_to_keep=1).logits.argmax(-1)
+        started = time.perf_counter()
+        for _ in range(STEPS):
+            tokens = model(tokens, past_key_values=cache, logits_to_keep=1).logits.argmax(-1)
+        return prefill, time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", default="data/models", help="folder holding the converted embedded model")
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    folder = resolve_base_model(EMBEDDED_MODEL, Path(args.models))
+    generator = torch.Generator().manual_seed(0)
+    chunk = torch.randint(100, 40_000, (ROWS, CHUNK), generator=generator)
+    context = torch.randint(100, 40_000, (ROWS, CONTEXT), generator=generator)
+    policies = {name: PolicyPair.load(folder, LoraSettings(), precision=name) for name in ("float32", "bfloat16")}
+    ways = [(name, packed) for name, p in policies.items() for packed in (False, True)]
+    ways = [(name, packed) for name, packed in ways if not packed or onednn_supports(policies[name].compute_dtype)]
+    best = {way: (float("inf"), float("inf")) for way in ways}
+    for _ in range(args.rounds):
+        for name, packed in ways:
+            prefill, decode = timed_pass(policies[name], packed, chunk, context)
+            best[name, packed] = (min(best[name, packed][0], prefill), min(best[name, packed][1], decode))
+
+    print(
+        f"torch threads {torch.get_num_threads()}, load average {os.getloadavg()[0]:.1f}, best of {args.rounds} "
+        f"interleaved rounds; prefill {ROWS} x {CHUNK} tokens, decode {ROWS} rows x {STEPS} steps after {CONTEXT}"
+    )
+    for (name, packed), (prefill, decode) in best.items():
+        kernel = "packed for oneDNN" if packed else "plain layers"
+        print(
+            f"{name:9} {kernel:18} prefill {ROWS * CHUNK / prefill:6.0f} tokens/s"
+            f"   decode {ROWS * STEPS / decode:5.0f} row-tokens/s"
+        )
+
+
+if __name__ == "__main__":
+    main()
