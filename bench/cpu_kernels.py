@@ -54,8 +54,8 @@ def main() -> None:
     chunk = torch.randint(100, 40_000, (ROWS, CHUNK), generator=generator)
     context = torch.randint(100, 40_000, (ROWS, CONTEXT), generator=generator)
     policies = {name: PolicyPair.load(folder, LoraSettings(), precision=name) for name in ("float32", "bfloat16")}
-    ways = [(name, packed) for name, p in policies.items() for packed in (False, True)]
-    ways = [(name, packed) for name, packed in ways if not packed or onednn_supports(policies[name].compute_dtype)]
+    packings = {name: [False, True] if onednn_supports(p.compute_dtype) else [False] for name, p in policies.items()}
+    ways = [(name, packed) for name, options in packings.items() for packed in options]
     best = {way: (float("inf"), float("inf")) for way in ways}
     for _ in range(args.rounds):
         for name, packed in ways:

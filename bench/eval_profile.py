@@ -92,8 +92,7 @@ def chosen(args: argparse.Namespace) -> tuple[list, Target]:
         if args.run
         else Target(EMBEDDED_MODEL, precision="bfloat16")
     )
-    precision = {"precision": args.precision} if args.precision else {}
-    return items, dataclasses.replace(target, backend="transformers", **precision)
+    return items, dataclasses.replace(target, backend="transformers", precision=args.precision or target.precision)
 
 
 def timed_generate(backend: GenerationBackend, items: list) -> tuple[float, list]:
