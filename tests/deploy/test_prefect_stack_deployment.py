@@ -7,7 +7,9 @@ Set GENENV_UI_SCREENSHOTS=docs/ui to refresh the documented screenshots.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import shutil
 import signal
 import socket
@@ -17,6 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
 import pytest
 from prefect.client.orchestration import SyncPrefectClient, get_client
 from prefect.client.schemas.filters import (
@@ -267,13 +270,18 @@ def retry(stack: LocalStack, flow_run_id, attempts: int = 3) -> FlowRun:
     A process worker reports a killed flow process twice: at once, then once it has loaded the flow for its crash
     hooks, seconds later; a Retry sent in between is turned Crashed by that report ("Flow run infrastructure
     exited ...", or "Execution was cancelled by the runtime environment" when the rescheduled process had already
-    started). A later Retry holds."""
+    started). That process may still be writing: the next Retry's process then finds the run's lease and fails
+    with RunLeased, as a second writer must. A later Retry holds."""
     for _ in range(attempts):
         stack.client.set_flow_run_state(flow_run_id, Scheduled(name="AwaitingRetry"), force=True)
         run = wait_final(stack, flow_run_id)
-        if not run.state.is_crashed():
+        leased = re.search(r"RunLeased: run \S+ is being written by process (\d+)", run.state.message or "")
+        if leased:  # as the message says: wait for that writer to finish, then Retry
+            with contextlib.suppress(psutil.NoSuchProcess):
+                psutil.Process(int(leased[1])).wait(timeout=150)
+        elif not run.state.is_crashed():
             return run
-    raise AssertionError(f"every Retry crashed: {run.state.message}")
+    raise AssertionError(f"every Retry crashed or found the run leased: {run.state.message}")
 
 
 def test_a_cancelled_run_leaves_no_half_written_generation(stack, tiny_model_dir, tmp_path):
