@@ -3,8 +3,8 @@
     python bench/attention_kernels.py [--precision bfloat16|float32]
 
 SmolLM2-135M has 9 query heads over 3 key/value heads of 64. For each shape (rows, query positions, key positions),
-a quarter of the rows left-padded as in generation: `scaled_dot_product_attention` as transformers calls it (keys
-repeated for a prefill chunk, queries grouped per key head for a one-token step), and the same attention as two
+a quarter of the rows left-padded as in generation: PyTorch's kernel through transformers' `sdpa_attention_forward`
+(keys repeated for a prefill chunk, queries grouped per key head for a one-token step), and the same attention as two
 grouped matmuls with the softmax in fp32, which never copies the keys. Prints each one's milliseconds (median of
 10) and its largest error against the grouped matmuls in float64.
 """
@@ -18,7 +18,7 @@ import timeit
 from functools import partial
 
 import torch
-from torch.nn.functional import scaled_dot_product_attention
+from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
 HEADS, KV_HEADS, HEAD_DIM = 9, 3, 64
 SHAPES = ((18, 190, 444), (5, 256, 510), (16, 1, 500), (16, 1, 700))
@@ -37,15 +37,17 @@ def grouped(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, allowed
     return torch.matmul(probabilities, value).view(rows, heads, queries, dim)
 
 
+class _GroupedQueryAttention(torch.nn.Module):
+    """What `sdpa_attention_forward` reads of a Llama attention layer."""
+
+    num_key_value_groups = HEADS // KV_HEADS
+    is_causal = True
+
+
 def kernel(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
-    """The flash kernel the way transformers' sdpa integration calls it with a padding mask."""
-    rows, heads, queries, dim = query.shape
-    if queries == 1:
-        grouped_query = query.reshape(rows, KV_HEADS, heads // KV_HEADS, dim)
-        return scaled_dot_product_attention(grouped_query, key, value, attn_mask=allowed).view(rows, heads, 1, dim)
-    repeats = heads // KV_HEADS
-    key, value = key.repeat_interleave(repeats, 1), value.repeat_interleave(repeats, 1)
-    return scaled_dot_product_attention(query, key, value, attn_mask=allowed)
+    """The flash kernel through transformers' own sdpa integration, as the model's layers call it."""
+    output, _ = sdpa_attention_forward(_GroupedQueryAttention(), query, key, value, allowed, scaling=HEAD_DIM**-0.5)
+    return output.transpose(1, 2)
 
 
 def milliseconds(function) -> float:
