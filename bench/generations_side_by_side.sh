@@ -24,7 +24,17 @@ rerun "$B" side-by-side-b $((CORES / 2))
 wait "$first"
 ended=$(date +%s.%N)
 echo "generation $G of $A and $B, $CORES cores, load average before $load"
-python3 -c "
-one, side = $middle - $started, $ended - $middle
-print(f'one after the other, {$CORES} threads each: {one:7.1f} s')
-print(f'side by side, {$CORES // 2} threads each:    {side:7.1f} s   ({one / side:.2f}x)')"
+python3 - "$started" "$middle" "$ended" "$CORES" <<'PY'
+import sys
+
+started, middle, ended, cores = map(float, sys.argv[1:])
+
+
+def threads(count: float) -> str:
+    return f"{count:.0f} thread" + "s" * (count != 1)
+
+
+one, side = middle - started, ended - middle
+print(f"one after the other, {threads(cores)} each: {one:7.1f} s")
+print(f"side by side, {threads(cores // 2)} each:    {side:7.1f} s   ({one / side:.2f}x)")
+PY
