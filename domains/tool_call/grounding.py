@@ -5,6 +5,8 @@ Reject reasons, in the order they are checked:
 - ungrounded_argument: a value the request does not state: a string not among its words, a number not among its
   numbers (a fragment of a date or time does not count), a date or time it does not name; booleans and a
   parameter's default are always accepted, lists element by element;
+- roles_swapped: paired arguments (from/to, pickup/dropoff, base/target) take each other's role against the request's
+  cue words or order (roles.py);
 - function_mismatch: the request speaks of another offered function and not of the called one (intent.py);
 - enum_not_named: an enum value the request names neither as itself nor by another name ("mi": "miles",
   names.py), unless it is the parameter's default.
@@ -20,8 +22,9 @@ from genenv.domains.tool_call import intent
 from genenv.domains.tool_call.calls import Call
 from genenv.domains.tool_call.mentions import contains, dates, numbers, times, words
 from genenv.domains.tool_call.names import names_of
+from genenv.domains.tool_call.roles import roles_swapped
 
-REJECT_REASONS = ("ungrounded_argument", "function_mismatch", "enum_not_named")
+REJECT_REASONS = ("ungrounded_argument", "roles_swapped", "function_mismatch", "enum_not_named")
 
 _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _HHMM = re.compile(r"\d{2}:\d{2}")
@@ -56,6 +59,8 @@ def answer_error(calls: list[Call], functions: list[dict[str, Any]], request: st
     arguments = _arguments(calls, functions)
     if not all(_grounded(value, spec, stated) for spec, value in arguments if "enum" not in spec):
         return "ungrounded_argument"
+    if roles_swapped(calls, functions, request):
+        return "roles_swapped"
     if intent.mismatch(calls, functions, request):
         return "function_mismatch"
     if not all(_is_default(value, spec) or stated.names(value) for spec, value in arguments if "enum" in spec):

@@ -214,6 +214,7 @@ def test_reject_vocabulary() -> None:
         "benchmark_overlap",
         "heldout_overlap",
         "ungrounded_argument",
+        "roles_swapped",
         "function_mismatch",
         "enum_not_named",
     )

@@ -3,15 +3,18 @@ paraphrases are kept, and requests sampled like the seeds are never rejected."""
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from genenv.domains.base import Candidate, TaskInstance, ValidationContext
 from genenv.domains.tool_call import ToolCallDomain
-from genenv.domains.tool_call.calls import parse_calls
+from genenv.domains.tool_call.calls import Call, parse_calls
 from genenv.domains.tool_call.catalog import CATALOG
 from genenv.domains.tool_call.grounding import answer_error
 from genenv.domains.tool_call.make_seeds import GROUPS, build_seeds
 from genenv.domains.tool_call.mentions import dates, numbers, times, words
+from genenv.domains.tool_call.roles import role_pairs
 
 DOMAIN = ToolCallDomain()
 
@@ -118,6 +121,46 @@ def test_defaults_and_booleans_need_no_mention() -> None:
     assert answer_error(calls, functions, "How is the air in Lima?") is None
     calls = parse_calls('[alarm.set(time="07:00", repeat_daily=False)]')
     assert answer_error(calls, [CATALOG["alarm.set"].schema], "Wake me at 7 am.") is None
+
+
+@pytest.mark.parametrize(
+    ("question", "answer"),
+    [  # the three wrong labels read by hand in a `make demo` run's valid simulator tasks (issue 45)
+        (
+            "Order a ride for 2 people from the office to the beach",
+            '[rides.request_ride(pickup="the beach", dropoff="the office", seats=2)]',
+        ),
+        ("How many centimeters is 1.5 meters?", '[units.convert_length(value=1.5, from_unit="cm", to_unit="m")]'),
+        ("How many meters is 101.1 feet?", '[units.convert_length(value=101.1, from_unit="m", to_unit="ft")]'),
+    ],
+)
+def test_arguments_that_swap_the_roles_the_request_gives_are_rejected(question: str, answer: str) -> None:
+    assert reason(question, answer) == "roles_swapped"
+    source, target = ("pickup", "dropoff") if "ride" in answer else ("from_unit", "to_unit")
+    call = parse_calls(answer)[0]
+    swapped_back = answer.replace(f'{source}="{call.arguments[source]}"', "SOURCE").replace(
+        f'{target}="{call.arguments[target]}"', f'{target}="{call.arguments[source]}"'
+    )
+    assert reason(question, swapped_back.replace("SOURCE", f'{source}="{call.arguments[target]}"')) is None
+
+
+def test_every_role_pair_of_the_catalog_is_checked_both_ways() -> None:
+    """Every catalog function with a source and a target parameter: 50 sampled requests keep their answer, and the
+    same answer with the two values swapped is rejected, whatever cue or order the sampler used."""
+    checked = 0
+    for name, entry in CATALOG.items():
+        pairs = role_pairs(entry.schema["parameters"]["properties"])
+        r = random.Random(name)
+        for _ in range(50 if pairs else 0):
+            question, arguments = entry.make(r)
+            source, target = pairs[0]
+            if arguments.get(source) in (None, arguments.get(target)):
+                continue
+            swapped = arguments | {source: arguments[target], target: arguments[source]}
+            assert answer_error([Call(name, arguments)], [entry.schema], question) is None, question
+            assert answer_error([Call(name, swapped)], [entry.schema], question) == "roles_swapped", question
+            checked += 1
+    assert checked >= 300  # 7 catalog functions have a pair
 
 
 @pytest.mark.parametrize("random_seed", [1, 2, 3])

@@ -1,0 +1,103 @@
+"""Do paired arguments (from/to, pickup/dropoff, origin/destination, base/target) take the roles the request gives
+their values? The grounding check only asks that each value be stated; a simulator that swaps two stated values
+("a ride from the office to the beach" -> pickup="the beach") passes it and teaches the wrong call.
+
+A request gives a value its role by a cue word right before it ("from X", "to X", "into X", "how many X", a number
+before a unit: "1.5 meters" is the amount's unit, so the source), or, where neither value has a cue, by their order
+(the source is named first).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from genenv.domains.tool_call.calls import Call
+from genenv.domains.tool_call.mentions import NUMBER_WORDS, words
+from genenv.domains.tool_call.names import names_of
+
+SOURCE, TARGET = "source", "target"
+ROLE_WORDS = {
+    SOURCE: frozenset({"from", "source", "origin", "pickup", "base", "departure"}),
+    TARGET: frozenset({"to", "target", "destination", "dropoff", "arrival"}),
+}
+"""Words of a parameter's name that give it a role (`from_unit`, `pickup`, `destination_country`)."""
+CUES = {
+    SOURCE: frozenset({"from"}),
+    TARGET: frozenset({"to", "into", "many"}),
+}
+"""Words right before a value that give it its role ("how many meters": the unit asked for)."""
+SKIPPED = frozenset({"the", "a", "an", "my", "our", "your", "this", "that"})
+"""Words between a cue and its value that do not break the cue ("from the office")."""
+
+
+def roles_swapped(calls: list[Call], functions: list[dict[str, Any]], request: str) -> bool:
+    """True when a call's source and target arguments contradict the request's cue words, or, where the request cues
+    neither value, its order (the target named before the source)."""
+    said = words(request)
+    by_name = {f["name"]: f["parameters"]["properties"] for f in functions}
+    return any(
+        _contradicted(said, call.arguments[source], call.arguments[target])
+        for call in calls
+        for source, target in role_pairs(by_name.get(call.name, {}))
+        if source in call.arguments and target in call.arguments
+    )
+
+
+def role_pairs(properties: dict[str, Any]) -> list[tuple[str, str]]:
+    """(source parameter, target parameter) pairs of one function: one of each role whose names share everything but
+    the role word (`from_unit`/`to_unit`), or the only parameter of each role."""
+    roles = {name: role for name in properties if (role := _role(name)) is not None}
+    sources = [name for name, role in roles.items() if role == SOURCE]
+    targets = [name for name, role in roles.items() if role == TARGET]
+    if len(sources) == 1 and len(targets) == 1:
+        return [(sources[0], targets[0])]
+    return [(s, t) for s in sources for t in targets if _rest(s) == _rest(t)]
+
+
+def _role(name: str) -> str | None:
+    parts = set(name.lower().split("_"))
+    found = [role for role, role_words in ROLE_WORDS.items() if parts & role_words]
+    return found[0] if len(found) == 1 else None
+
+
+def _rest(name: str) -> tuple[str, ...]:
+    return tuple(part for part in name.lower().split("_") if part not in ROLE_WORDS[SOURCE] | ROLE_WORDS[TARGET])
+
+
+def _contradicted(said: tuple[str, ...], source: Any, target: Any) -> bool:
+    """Every reading of the request contradicts the roles: where a value is named more than once (two calls of one
+    function), one consistent pair of mentions is enough."""
+    pairs = [(s, t) for s in _positions(said, source) for t in _positions(said, target) if s != t]
+    return bool(pairs) and all(_contradicts(said, s, t) for s, t in pairs)
+
+
+def _contradicts(said: tuple[str, ...], at_source: int, at_target: int) -> bool:
+    cued_source, cued_target = _cue(said, at_source), _cue(said, at_target)
+    if cued_source is None and cued_target is None:
+        return at_target < at_source
+    return cued_source == TARGET or cued_target == SOURCE
+
+
+def _positions(said: tuple[str, ...], value: Any) -> set[int]:
+    """Where the request names `value` (as itself or by another name), in words."""
+    if not isinstance(value, str):
+        return set()
+    found = set()
+    for name in names_of(value):
+        needle = words(name)
+        size = len(needle)
+        found |= {i for i in range(len(said) - size + 1) if size and said[i : i + size] == needle}
+    return found
+
+
+def _cue(said: tuple[str, ...], at: int) -> str | None:
+    """The role the words right before position `at` give the value there, if any."""
+    before = at - 1
+    while before >= 0 and said[before] in SKIPPED:
+        before -= 1
+    if before < 0:
+        return None
+    word = said[before]
+    if word.replace(".", "", 1).isdigit() or word in NUMBER_WORDS:
+        return SOURCE  # "1.5 meters", "100 USD": the unit or currency of the amount given
+    return next((role for role, cues in CUES.items() if word in cues), None)
