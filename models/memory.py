@@ -1,10 +1,13 @@
-"""Handing the C heap's free pages back to the system between phases of different shapes."""
+"""Handing freed memory back between phases: the C heap's free pages to the system, PyTorch's cached CUDA blocks to
+the device (where a vLLM engine waking beside the trainer needs them)."""
 
 from __future__ import annotations
 
 import ctypes
 import functools
 from collections.abc import Callable
+
+import torch
 
 
 def return_freed_memory() -> None:
@@ -22,3 +25,17 @@ def return_freed_memory() -> None:
 @functools.cache
 def _malloc_trim() -> Callable[[int], int] | None:
     return getattr(ctypes.CDLL(None), "malloc_trim", None)
+
+
+def release_device_memory() -> None:
+    """Return PyTorch's cached CUDA blocks to the device once its queued work is done, and the host heap's free pages.
+
+    After a training stage PyTorch's caching allocator still holds the activations' blocks: free for PyTorch, taken
+    for anyone else. A vLLM engine waking from sleep maps its weights and KV cache back with its own allocator, so
+    the blocks must go back to the device first (`torch.cuda.empty_cache`), after the kernels that used them ended
+    (`torch.cuda.synchronize`). Nothing to do on a machine without CUDA but the host heap.
+    """
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+    return_freed_memory()

@@ -79,7 +79,7 @@ class PolicyPair:
         self.precision = precision
         if precision == "bfloat16":
             _frozen_linears_to_bf16(model)
-            _copy_out_of_weight_file(model)
+            _rest_to_float32(model)
         else:
             use_onednn(model)
         # role -> the AdamW state_dict its next `training(persist=True)` resumes from
@@ -108,18 +108,14 @@ class PolicyPair:
         if unknown:
             raise ValueError(f"unknown adapter roles {sorted(unknown)}; expected {ROLES}")
         _bound_onednn_primitive_cache()
-        tokenizer = AutoTokenizer.from_pretrained(base_path)
-        tokenizer.padding_side = "left"
-        if tokenizer.pad_token is None:
-            tokenizer.pad_token = tokenizer.eos_token
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-        base = AutoModelForCausalLM.from_pretrained(base_path, dtype=torch.float32).to(device)
+        tokenizer = load_tokenizer(base_path)
+        base = _load_base(base_path, precision)
         model: PeftModel | None = None
         for index, role in enumerate(ROLES):
             model = _attach(base, model, role, adapters.get(role), lora, seed + index)
         for role, folder in references.items():
             if folder is not None:
-                model.load_adapter(folder, adapter_name=_reference_name(role), is_trainable=False)
+                model.load_adapter(folder, adapter_name=reference_name(role), is_trainable=False)
         states = {
             role: torch.load(Path(folder) / OPTIMIZER_FILE, map_location="cpu", weights_only=True)
             for role, folder in adapters.items()
@@ -227,8 +223,8 @@ class PolicyPair:
         previous = self.model.active_adapter
         trainable = [p.requires_grad for p in self.model.parameters()]
         try:
-            if _reference_name(role) in self.model.peft_config:
-                self.model.set_adapter(_reference_name(role), inference_mode=True)
+            if reference_name(role) in self.model.peft_config:
+                self.model.set_adapter(reference_name(role), inference_mode=True)
                 yield
             else:
                 with self.model.disable_adapter():
@@ -458,6 +454,33 @@ def _checkpoint_activations(model: PeftModel, on: bool) -> None:
         disable()
 
 
+def load_tokenizer(base_path: Path) -> PreTrainedTokenizerBase:
+    """The base model's tokenizer, padding on the left (prompts end where generation starts)."""
+    tokenizer = AutoTokenizer.from_pretrained(base_path)
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
+def _load_base(base_path: Path, precision: str) -> torch.nn.Module:
+    """The base model, loaded straight onto the device it computes on, tensor by tensor, with no float32 copy of
+    the whole model on the host (30 GB for a 7B one, per process). Under bfloat16 it loads in the checkpoint's own
+    dtype ("auto": a bf16 checkpoint stays bf16, an fp32 one fp32), and `PolicyPair` then stores the frozen linears
+    in bf16 and the rest in fp32 (`_frozen_linears_to_bf16`, `_rest_to_float32`): the values fp32 loading gave,
+    without its peak. Under float32 each tensor is widened as it loads."""
+    dtype = "auto" if precision == "bfloat16" else torch.float32
+    if torch.cuda.is_available():
+        return AutoModelForCausalLM.from_pretrained(base_path, dtype=dtype, device_map="cuda")
+    return AutoModelForCausalLM.from_pretrained(base_path, dtype=dtype)
+
+
+def _frozen_linears(model: PeftModel) -> list[torch.nn.Linear]:
+    """The base linear layers no adapter adapts: they never train and are never merged."""
+    adapted = {id(m.get_base_layer()) for m in model.modules() if isinstance(m, LoraLayer)}
+    return [module for module in base_linears(model) if id(module) not in adapted]
+
+
 def _frozen_linears_to_bf16(model: PeftModel) -> None:
     """Store every linear weight that never trains and is never merged in bfloat16, once.
 
@@ -466,29 +489,30 @@ def _frozen_linears_to_bf16(model: PeftModel) -> None:
     adapter adapts stay fp32, so a merge W + BA·scale rounds once, as before. The output layer is untied from
     the input embeddings, which stay fp32 (their lookups are not matmuls, so autocast never cast them).
     """
-    adapted = {id(m.get_base_layer()) for m in model.modules() if isinstance(m, LoraLayer)}
     with torch.no_grad():
-        for module in base_linears(model):
-            if id(module) not in adapted:
-                module.weight = torch.nn.Parameter(module.weight.to(torch.bfloat16), requires_grad=False)
-                if module.bias is not None:
-                    module.bias = torch.nn.Parameter(module.bias.to(torch.bfloat16), requires_grad=False)
+        for module in _frozen_linears(model):
+            module.weight = torch.nn.Parameter(module.weight.to(torch.bfloat16), requires_grad=False)
+            if module.bias is not None:
+                module.bias = torch.nn.Parameter(module.bias.to(torch.bfloat16), requires_grad=False)
 
 
-def _copy_out_of_weight_file(model: PeftModel) -> None:
-    """Give the float32 weights left after `_frozen_linears_to_bf16` memory of their own.
+def _rest_to_float32(model: PeftModel) -> None:
+    """Give every tensor but the frozen linears' float32 memory of its own: the embeddings, the weights LoRA
+    adapts and the norms, a third of the model's size.
 
-    transformers maps the safetensors file and leaves weights of its dtype as views into that mapping; one live
-    view keeps the whole mapping, and every page the bf16 conversion read stays resident. Copying the float32
-    rest (embeddings, the weights LoRA adapts, norms), a third of the file's size, lets the mapping close.
+    A bf16 checkpoint loaded them in bf16 (`_load_base`); widened, they hold the values an fp32 load gives. An fp32
+    checkpoint left them as views into transformers' mapping of the safetensors file; one live view keeps the whole
+    mapping, and every page the bf16 conversion read stays resident: the copy lets the mapping close.
     """
+    frozen = {id(t) for m in _frozen_linears(model) for t in (m.weight, m.bias) if t is not None}
     with torch.no_grad():
         for tensor in (*model.parameters(), *model.buffers()):
-            if tensor.dtype == torch.float32:
-                tensor.data = tensor.data.clone()
+            if tensor.is_floating_point() and id(tensor) not in frozen:
+                tensor.data = tensor.data.to(torch.float32, copy=True)
 
 
-def _reference_name(role: str) -> str:
+def reference_name(role: str) -> str:
+    """The name of `role`'s frozen KL reference adapter."""
     return f"{role}_ref"
 
 

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from genenv.config import VLLM_ADAPTER_MODES
+from genenv.models.memory import release_device_memory
 from genenv.models.policy import ROLES, PolicyPair
 from genenv.models.sampling import Completion, SamplingSettings, encode_prompt, stop_ids
 
@@ -163,7 +164,10 @@ class VllmEngine:
             self._asleep = True
 
     def wake_up(self) -> None:
+        """Map the weights and KV cache back. PyTorch's cached blocks (a training stage's activations) go back to the
+        device first, once the kernels that used them have ended, so the engine finds the room it slept on."""
         if self._asleep:
+            release_device_memory()
             self.llm.wake_up()
             self._asleep = False
 
@@ -176,8 +180,7 @@ class VllmEngine:
         destroy_model_parallel()
         destroy_distributed_environment()
         gc.collect()
-        if self.cuda:
-            torch.cuda.empty_cache()
+        release_device_memory()
 
 
 def _context_length(model: str) -> int:
