@@ -39,8 +39,8 @@ from genenv.models.loading import EMBEDDED_MODEL
 from genenv.models.policy import PRECISIONS, shared_prefix_length
 from genenv.models.sampling import GenerationBackend, SamplingSettings, encode_prompt
 from genenv.models.transformers_backend import TransformersBackend
+from genenv.runtime.handle import model_runtime
 from genenv.tasks.benchmarks import Target, evaluation_rows, resolve_target, scoring_backend
-from genenv.tasks.runtime import model_runtime
 from genenv.warehouse.store import Warehouse
 
 

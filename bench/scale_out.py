@@ -1,4 +1,4 @@
-"""One rollout-shaped call in this process, then on Ray rollout workers (tasks/workers.py): one worker holding
+"""One rollout-shaped call in this process, then on Ray rollout workers (runtime/pool.py): one worker holding
 every CPU, and two workers holding half each. Prints each path's time and how many answers equal the in-process
 ones. Then one GRPO update over the first `TRAIN_ROWS` of those answers (rewards alternating within each task's
 group), in this process and data parallel on the same workers (`RayWorkers.fit`), and how far the adapters end apart.
@@ -18,18 +18,19 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 
 import torch
 from agent_prompts import agent_prompts, rollout_arguments  # bench/ is the script's folder
+from safetensors.torch import load
 
 from genenv.config import GenEnvConfig
 from genenv.models.grpo import GroupSample, grpo_update
-from genenv.models.loading import EMBEDDED_MODEL, resolve_base_model
-from genenv.models.policy import LoraSettings, PolicyPair
+from genenv.models.policy import PolicyPair
 from genenv.models.sampling import Completion, SamplingSettings
 from genenv.models.transformers_backend import TransformersBackend
-from genenv.tasks.workers import NO_CHECKPOINTS, RayBackend, RayWorkers, WorkerSettings, keep_loopback
+from genenv.runtime.checkpoints import NO_CHECKPOINTS
+from genenv.runtime.pool import RayBackend, RayWorkers, keep_loopback
+from genenv.runtime.workers import WorkerSettings
 
 TRAIN_ROWS = 16
 UPDATE = {"lr": 1e-4, "kl_coef": 0.0, "epochs": 1, "minibatch_size": TRAIN_ROWS, "micro_batch_size": 4, "seed": 0}
@@ -44,29 +45,27 @@ def training_rows(answers: list[Completion], k: int) -> list[GroupSample]:
 
 
 def timed_updates(
-    policy: PolicyPair, pools: dict[str, RayWorkers], rows: list[GroupSample], rounds: int, models: Path
+    policy: PolicyPair, pools: dict[str, RayWorkers], rows: list[GroupSample], rounds: int
 ) -> tuple[dict[str, float], dict[str, float]]:
-    """Best seconds of one GRPO update per path, alternating; each pool's adapter after the first timed update
+    """Best seconds of one GRPO update per path, alternating; each pool's adapter (rank 0's, as a stage saves it)
     against the in-process one (largest difference). Every path first takes the same two-row update, untimed (it
-    loads the workers' copies); the flow's copy that takes the workers' hand-back is a second policy."""
-    base = resolve_base_model(EMBEDDED_MODEL, models)
-    handed_back = PolicyPair.load(base, LoraSettings(), precision=policy.precision)
+    loads the workers' copies)."""
     start, first = (NO_CHECKPOINTS, NO_CHECKPOINTS, 0), {**UPDATE, "minibatch_size": 2}
     grpo_update(policy, "agent", rows[:2], **first)
     for workers in pools.values():
-        workers.fit(start, 0, handed_back, grpo_update, "agent", rows[:2], **first)
+        workers.fit(start, 0, grpo_update, "agent", rows[:2], **first)
     seconds: dict[str, list[float]] = {"in-process": [], **{name: [] for name in pools}}
     apart: dict[str, float] = {}
     for round_ in range(rounds):
         started = time.perf_counter()
         grpo_update(policy, "agent", rows, **UPDATE)
         seconds["in-process"].append(time.perf_counter() - started)
-        reference = policy.adapter_state("agent")
+        reference = {k.replace(".agent.", "."): v for k, v in policy.adapter_state("agent").items()}
         for name, workers in pools.items():
             started = time.perf_counter()
-            workers.fit(start, round_ + 1, handed_back, grpo_update, "agent", rows, **UPDATE)
+            workers.fit(start, round_ + 1, grpo_update, "agent", rows, **UPDATE)
             seconds[name].append(time.perf_counter() - started)
-            mine = handed_back.adapter_state("agent")
+            mine = load(workers.adapter_files(start, round_ + 2, "agent")["adapter_model.safetensors"])
             apart[name] = max(apart.get(name, 0.0), max((mine[k] - reference[k]).abs().max().item() for k in mine))
     return {name: min(times) for name, times in seconds.items()}, apart
 
@@ -104,7 +103,7 @@ def main() -> None:
             backend.generate("agent", conversations, sampling)
             seconds[name].append(time.perf_counter() - started)
     rows = training_rows(answers["in-process"], args.k)
-    updates, apart = timed_updates(policy, pools, rows, args.rounds, args.models)
+    updates, apart = timed_updates(policy, pools, rows, args.rounds)
     ray.shutdown()
 
     tokens = sum(len(c.completion_ids) for c in answers["in-process"])

@@ -30,11 +30,11 @@ from genenv.flows.evolve import evolve
 from genenv.flows.generation import run_generation
 from genenv.flows.parameters import ConfigOverrides, override_values
 from genenv.flows.validation import validate
+from genenv.runtime.handle import ModelRuntime, model_runtime
 from genenv.tasks.benchmarks import earlier_evaluation
 from genenv.tasks.fork import copy_snapshot
 from genenv.tasks.options import stage
 from genenv.tasks.run_records import new_run_id, register_run
-from genenv.tasks.runtime import ModelRuntime, model_runtime
 from genenv.warehouse.checkpoints import adapter_exists
 from genenv.warehouse.store import Warehouse, registered_config
 

@@ -15,8 +15,8 @@ from genenv.evaluation.benchmark_registry import check_item_sizes, present_bench
 from genenv.evaluation.runner import DEFAULT_BENCHMARKS
 from genenv.flows.validation import validate
 from genenv.models.loading import EMBEDDED_MODEL
+from genenv.runtime.handle import ModelRuntime, model_runtime
 from genenv.tasks.benchmarks import evaluate_benchmark, resolve_target, scoring_config
-from genenv.tasks.runtime import ModelRuntime, model_runtime
 from genenv.warehouse.schemas import now
 from genenv.warehouse.store import Warehouse
 

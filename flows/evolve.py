@@ -11,8 +11,8 @@ from genenv.config import check_local_paths, config_from_dict, load_config
 from genenv.flows.generation import run_generation
 from genenv.flows.parameters import ConfigOverrides, override_values
 from genenv.flows.validation import validate
+from genenv.runtime.handle import ModelRuntime, model_runtime
 from genenv.tasks.run_records import flow_run_run_id, name_flow_run, start_run, stored_config
-from genenv.tasks.runtime import ModelRuntime, model_runtime
 from genenv.warehouse.leases import run_lease
 from genenv.warehouse.store import Warehouse
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from prefect import flow
 
+from genenv.runtime.handle import ModelRuntime, model_runtime
 from genenv.tasks.commit import commit
 from genenv.tasks.context import GenerationRef
 from genenv.tasks.contract import Adapters, Measured, StageOutput
@@ -18,7 +19,6 @@ from genenv.tasks.heldout import evaluate_heldout
 from genenv.tasks.options import stage_tags
 from genenv.tasks.rewards import rewards
 from genenv.tasks.rollout import rollout
-from genenv.tasks.runtime import ModelRuntime, model_runtime
 from genenv.tasks.seed import seed_pool
 from genenv.tasks.verify import verify
 from genenv.tasks.warm_start import warm_start

@@ -7,9 +7,9 @@ import tempfile
 from pathlib import Path
 
 from genenv.models.policy import ROLES, PolicyPair
+from genenv.runtime.checkpoints import NO_CHECKPOINTS, Checkpoints
 from genenv.tasks.context import GenerationRef
 from genenv.tasks.contract import Adapters
-from genenv.tasks.runtime import NO_CHECKPOINTS, Checkpoints
 from genenv.warehouse.checkpoints import checkpoint_uri, publish_adapter
 
 

@@ -19,8 +19,8 @@ from genenv.config import GenEnvConfig
 from genenv.curriculum.pools import draw, generation_rng
 from genenv.domains.base import Domain, TaskInstance, get_domain
 from genenv.models.sampling import SamplingSettings
+from genenv.runtime.handle import ModelRuntime
 from genenv.tasks.artifacts import StageProgress
-from genenv.tasks.runtime import ModelRuntime
 from genenv.warehouse.store import Warehouse
 
 

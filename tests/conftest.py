@@ -10,7 +10,7 @@ import pytest
 from tests.support.tiny_model import build_tiny_model
 
 # Ray clusters of the tests live on 127.0.0.1, which Ray on Linux rewrites to the machine's network address unless
-# told the cluster is one machine (tasks/workers.py: keep_loopback); set before any test imports ray.
+# told the cluster is one machine (runtime/pool.py: keep_loopback); set before any test imports ray.
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 
 

@@ -218,7 +218,7 @@ def start_ray_head(stack: Stack, port: int, env: dict[str, str]) -> None:
         raise RuntimeError("--ray-port needs Ray: pip install 'genenv-coevolve[ray]' (a checkout: make installs it)")
     head = ["start", "--head", "--block", "--node-ip-address", "127.0.0.1", "--port", str(port)]
     head += ["--include-dashboard", "false", "--disable-usage-stats"]
-    # Ray's switch for one-machine clusters keeps the head on 127.0.0.1 (tasks/workers.py: keep_loopback). Token
+    # Ray's switch for one-machine clusters keeps the head on 127.0.0.1 (runtime/pool.py: keep_loopback). Token
     # authentication is off: only this machine reaches a loopback head, and a run's process would need the token.
     loopback = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "disabled"}
     stack.start("ray", head, {**env, **loopback}, module="ray.scripts.scripts")

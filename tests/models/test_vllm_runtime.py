@@ -11,7 +11,8 @@ import pytest
 from genenv.config import GenEnvConfig
 from genenv.models.backends import BACKENDS
 from genenv.models.sampling import SamplingSettings
-from genenv.tasks.runtime import NO_CHECKPOINTS, ModelRuntime
+from genenv.runtime.checkpoints import NO_CHECKPOINTS
+from genenv.runtime.handle import ModelRuntime
 from tests.support.published import moved_and_published
 
 pytestmark = [
@@ -36,13 +37,13 @@ def test_the_stage_after_an_update_generates_with_the_saved_adapter(tiny_model_d
     runtime = ModelRuntime()
     try:
         before = runtime.backend(config, NO_CHECKPOINTS).generate("agent", CONVERSATIONS, GREEDY)
-        engine = runtime._engine
+        engine = runtime.current.engine
         policy = runtime.training(config, NO_CHECKPOINTS)
         checkpoints = moved_and_published(runtime, policy, tmp_path)
 
         after = runtime.backend(config, checkpoints).generate("agent", CONVERSATIONS, GREEDY)
         reference = BACKENDS["transformers"](policy, batch_size=8).generate("agent", CONVERSATIONS, GREEDY)
-        assert runtime._engine is engine  # no restart
+        assert runtime.current.engine is engine  # no restart
     finally:
         runtime.release()
     assert [c.completion_ids for c in after] == [c.completion_ids for c in reference]

@@ -7,11 +7,11 @@ import polars as pl
 import pytest
 
 from genenv.config import GenEnvConfig
+from genenv.runtime.handle import ModelRuntime
 from genenv.tasks.adapter_lineage import reference_checkpoints
 from genenv.tasks.context import GenerationRef
 from genenv.tasks.generate import recent_success_rate
 from genenv.tasks.run_records import register_run
-from genenv.tasks.runtime import ModelRuntime
 from genenv.tasks.seed import seed_pool
 from genenv.warehouse.store import Warehouse
 

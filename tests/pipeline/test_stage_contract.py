@@ -7,6 +7,8 @@ from typing import get_type_hints
 import pytest
 
 from genenv.config import GenEnvConfig
+from genenv.runtime.checkpoints import NO_CHECKPOINTS
+from genenv.runtime.handle import ModelRuntime, model_runtime
 from genenv.tasks.context import GenerationRef
 from genenv.tasks.contract import Adapters, Measured, Rewarded, Rollouts, Scored, TaskSet, generation_stage
 from genenv.tasks.finetune import finetune
@@ -14,7 +16,6 @@ from genenv.tasks.generate import generate
 from genenv.tasks.heldout import evaluate_heldout
 from genenv.tasks.rewards import rewards
 from genenv.tasks.rollout import rollout
-from genenv.tasks.runtime import NO_CHECKPOINTS, ModelRuntime, model_runtime
 from genenv.tasks.seed import seed_pool
 from genenv.tasks.verify import verify
 from genenv.tasks.warm_start import warm_start
@@ -101,11 +102,11 @@ def test_each_stage_takes_the_previous_stages_output() -> None:
 def test_a_flow_given_a_runtime_uses_it_and_leaves_it_loaded(tiny_model_dir) -> None:
     config = GenEnvConfig(model=str(tiny_model_dir))
     with model_runtime() as outer:
-        policy = outer.policy(config, NO_CHECKPOINTS)
+        policy = outer.training(config, NO_CHECKPOINTS)
         with model_runtime(given=outer) as inner:  # a generation inside evolve, an arm inside compare
             assert inner is outer
-        assert outer.policy(config, NO_CHECKPOINTS) is policy  # not released by the inner flow
-    assert outer.policy(config, NO_CHECKPOINTS) is not policy  # released by its owner, so loaded again
+        assert outer.training(config, NO_CHECKPOINTS) is policy  # not released by the inner flow
+    assert outer.training(config, NO_CHECKPOINTS) is not policy  # released by its owner, so loaded again
 
 
 def test_prefect_stores_a_runtime_parameter_as_its_name_without_walking_the_models(tiny_model_dir) -> None:
@@ -113,7 +114,7 @@ def test_prefect_stores_a_runtime_parameter_as_its_name_without_walking_the_mode
     from genenv.flows.generation import run_generation
 
     with model_runtime() as runtime:
-        runtime.policy(GenEnvConfig(model=str(tiny_model_dir)), NO_CHECKPOINTS)
+        runtime.training(GenEnvConfig(model=str(tiny_model_dir)), NO_CHECKPOINTS)
         stored = run_generation.serialize_parameters(
             {"warehouse_uri": "w", "run_id": "r", "generation": 1, "runtime": runtime}
         )

@@ -8,7 +8,7 @@ from pathlib import Path
 import torch
 
 from genenv.models.policy import ROLES, PolicyPair
-from genenv.tasks.runtime import ModelRuntime
+from genenv.runtime.handle import ModelRuntime
 from genenv.warehouse.checkpoints import publish_adapter
 
 

@@ -9,8 +9,8 @@ import polars as pl
 import pytest
 
 from genenv.cli import main
+from genenv.runtime.handle import ModelRuntime
 from genenv.tasks.context import GenerationRef
-from genenv.tasks.runtime import ModelRuntime
 from genenv.tasks.staging import read_staged, staging_path, write_staged
 from genenv.warehouse.checkpoints import adapter_exists, checkpoint_uri, fetch_adapter, publish_adapter
 from genenv.warehouse.query import query
