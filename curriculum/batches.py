@@ -6,6 +6,8 @@ its k rollouts (reward_scope="task", the batch read as one task's group, as the 
 
 from __future__ import annotations
 
+import math
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -102,3 +104,29 @@ def _weighted(units: list[BatchScore], params: CurriculumParams) -> list[BatchSc
     """RWR weights w ∝ exp(λ R_env) among the kept units."""
     weights = iter(rwr_weights([u.generator_reward for u in units if u.in_band], params))
     return [replace(u, rwr_weight=next(weights)) if u.in_band else u for u in units]
+
+
+def simulator_advantages(
+    groups: Sequence[str], rewards: Sequence[float | None], invalid_advantage: float, eps: float = 1e-4
+) -> list[float]:
+    """The simulator's GRPO advantages, validity apart from difficulty: within each group (one seed's variations) a
+    valid output's (R_env - mean) / (std + eps) over the group's valid outputs only (sample std, as TRL's; 0 where they
+    are equal or alone), and `invalid_advantage` for a rejected output (reward None). Normalised over all outputs
+    together, validity would set the advantages: with half the outputs rejected at -1, 93% of their squared sum."""
+    valid: dict[str, list[float]] = defaultdict(list)
+    for group, reward in zip(groups, rewards, strict=True):
+        if reward is not None:
+            valid[group].append(reward)
+    stats = {}
+    for group, values in valid.items():
+        mean = sum(values) / len(values)
+        equal = max(values) == min(values)
+        stats[group] = (mean, 0.0 if equal else math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1)))
+    advantages = []
+    for group, reward in zip(groups, rewards, strict=True):
+        if reward is None:
+            advantages.append(invalid_advantage)
+            continue
+        mean, std = stats[group]
+        advantages.append(0.0 if std == 0.0 else (reward - mean) / (std + eps))
+    return advantages

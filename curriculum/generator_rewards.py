@@ -45,6 +45,13 @@ def alpha_curriculum_reward(p_hat: float, params: CurriculumParams) -> float:
     return math.exp(-params.beta * (p_hat - params.alpha) ** 2)
 
 
+@register_reward("alpha_linear")
+def alpha_linear_reward(p_hat: float, params: CurriculumParams) -> float:
+    """1 - |p̂ - α| / max(α, 1 - α): falls linearly from 1 at α to 0 at the far end, so an in-band task and an extreme
+    one differ by a whole unit (exp(-β(p̂-α)²) with β = 2 separates them by at most 0.39)."""
+    return 1.0 - abs(p_hat - params.alpha) / max(params.alpha, 1.0 - params.alpha)
+
+
 @register_reward("r_zero")
 def r_zero_reward(p_hat: float, params: CurriculumParams) -> float:
     """R-Zero's uncertainty reward min(p̂, 1 - p̂), without its repetition penalty."""

@@ -10,6 +10,7 @@ import hashlib
 import math
 import random
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -54,46 +55,99 @@ def grow_pool(pool: Sequence[str], fresh_valid: Sequence[str]) -> list[str]:
     return grown
 
 
+def whole_groups(sizes: Mapping[str, int], cap: int, rng: random.Random) -> set[str]:
+    """Groups (id -> size) drawn at random and kept whole while their sizes add up to at most `cap` (at least one)."""
+    kept: set[str] = set()
+    total = 0
+    for group in draw(sorted(sizes), len(sizes), rng):
+        if kept and total + sizes[group] > cap:
+            break
+        kept.add(group)
+        total += sizes[group]
+    return kept
+
+
 ABSTENTION_TRIES = 20
-"""Random pairs tried per abstention task asked for (83% of pairs of shipped tool_call seeds qualify)."""
+"""Draws tried per abstention task asked for (a same-family near miss of tool_call works in about 3 draws of 10)."""
 
 
 def abstention_tasks(
-    pool: Sequence[T], count: int, rng: random.Random, make: Callable[[T, T, int], T | None], key: Callable[[T], str]
+    count: int,
+    rng: random.Random,
+    builders: Sequence[Callable[[random.Random, int], T | None]],
+    key: Callable[[T], str],
 ) -> list[T]:
-    """Up to `count` distinct (by `key`) abstention tasks built by construction: `make(offered, request, index)` puts
-    one pool task's request to another's means, or returns None when those could serve it. Tries random pairs, at
-    most ABSTENTION_TRIES per task asked for, so a pool with few workable pairs gives fewer rather than hanging."""
+    """Up to `count` distinct (by `key`) abstention tasks built by construction, the i-th by builders[i % len(builders)]
+    (one per kind, so the kinds come in equal shares). A builder draws what it needs with `rng` and returns None when
+    its draw does not work: at most ABSTENTION_TRIES draws per task, so a pool with few workable draws gives fewer
+    tasks rather than hanging."""
     built: dict[str, T] = {}
-    for _ in range(ABSTENTION_TRIES * count):
-        if len(built) == count or len(pool) < 2:
-            break
-        offered, request = rng.sample(list(pool), 2)
-        task = make(offered, request, len(built))
-        if task is not None and key(task) not in built:
-            built[key(task)] = task
+    for index in range(count if builders else 0):
+        build = builders[index % len(builders)]
+        for _ in range(ABSTENTION_TRIES):
+            task = build(rng, index)
+            if task is not None and key(task) not in built:
+                built[key(task)] = task
+                break
     return list(built.values())
 
 
-def intended_abstentions(share: float, other_groups: int) -> int:
-    """Abstention groups that make (at least) `share` of a batch whose other groups number `other_groups`: rounded
-    up, so a small batch still holds one."""
-    return math.ceil(share / (1.0 - share) * other_groups - 1e-9)
+@dataclass(frozen=True)
+class Group:
+    """One rolled-out GRPO group: where its task came from, whether the task's answer is to abstain, its rewards."""
+
+    purpose: str
+    """fresh (this generation's simulator task), pool (a D_train draw) or abstention (built by construction)."""
+    abstains: bool
+    rewards: tuple[float, ...]
+
+    @property
+    def kind(self) -> str:
+        """fresh_call, fresh_abstain, pool_call, pool_abstain or constructed: what the group teaches, from where."""
+        if self.purpose == "abstention":
+            return "constructed"
+        return f"{self.purpose}_{'abstain' if self.abstains else 'call'}"
+
+    @property
+    def spread(self) -> bool:
+        """Its rewards differ: equal rewards carry no GRPO signal."""
+        return max(self.rewards) != min(self.rewards)
 
 
-def dense_groups(
-    groups: Mapping[str, tuple[str, Sequence[float]]], caps: Mapping[str, int | None], rng: random.Random
+GROUP_KINDS = ("fresh_call", "fresh_abstain", "pool_call", "pool_abstain", "constructed")
+
+
+def abstentions_for_share(share: float, calls: int) -> int:
+    """Abstaining groups that make `share` of a batch with `calls` other groups: share / (1 - share) x calls, rounded
+    to the nearest (half up), so the share holds on average rather than being exceeded in every small batch."""
+    return math.floor(share / (1.0 - share) * calls + 0.5)
+
+
+def select_groups(
+    groups: Mapping[str, Group], call_target: int, share: float, rng: random.Random, dense: bool = True
 ) -> list[str]:
-    """DAPO's dynamic sampling: the ids of the groups whose rewards differ (equal rewards carry no GRPO signal), at
-    most caps[purpose] of each purpose (None: all), drawn at random where there are more. `groups` maps a group id
-    to (purpose, rewards)."""
-    spread: dict[str, list[str]] = {}
-    for group_id in sorted(groups):
-        purpose, rewards = groups[group_id]
-        if max(rewards) != min(rewards):
-            spread.setdefault(purpose, []).append(group_id)
-    kept = []
-    for purpose, ids in spread.items():
-        cap = caps.get(purpose)
-        kept += ids if cap is None or len(ids) <= cap else rng.sample(ids, cap)
-    return sorted(kept)
+    """The ids of the groups GRPO trains on, sorted. With `dense` (DAPO's dynamic sampling) only groups whose rewards
+    differ. Call groups first: every fresh one, then pool ones up to `call_target` in all; then abstaining groups of any
+    source (fresh, pool or constructed), `abstentions_for_share(share, calls kept)` of them, so `share` is the share of
+    the trained groups that teach abstaining, whatever drew them. Where more qualify than fit, a seeded draw chooses."""
+    fresh, pool, abstaining = _usable(groups, dense)
+    calls = fresh + draw(pool, max(call_target - len(fresh), 0), rng)
+    return sorted(calls + draw(abstaining, abstentions_for_share(share, len(calls)), rng))
+
+
+def still_missing(groups: Mapping[str, Group], call_target: int, share: float, dense: bool = True) -> tuple[int, int]:
+    """(call groups, abstaining groups) that `select_groups` falls short of a full batch by (`call_target` calls and
+    their share of abstentions): what another draw of tasks should fill."""
+    fresh, pool, abstaining = _usable(groups, dense)
+    calls = len(fresh) + min(len(pool), max(call_target - len(fresh), 0))
+    kept_abstaining = min(len(abstaining), abstentions_for_share(share, calls))
+    return call_target - calls, max(abstentions_for_share(share, call_target) - kept_abstaining, 0)
+
+
+def _usable(groups: Mapping[str, Group], dense: bool) -> tuple[list[str], list[str], list[str]]:
+    """Ids of the trainable groups (with `dense`, those whose rewards differ), sorted: fresh calls, other calls,
+    abstaining."""
+    usable = {i: g for i, g in sorted(groups.items()) if g.spread or not dense}
+    fresh = [i for i, g in usable.items() if not g.abstains and g.purpose == "fresh"]
+    pool = [i for i, g in usable.items() if not g.abstains and g.purpose != "fresh"]
+    return fresh, pool, [i for i, g in usable.items() if g.abstains]

@@ -7,7 +7,8 @@ Nothing here imports torch or Prefect, so domains test in milliseconds.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import random
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -35,6 +36,11 @@ class TaskInstance:
         have none (text_game: a game, not a request)."""
         question = self.spec.get("question")
         return None if question is None else str(question)
+
+
+REPEAT = "repeat"
+"""The reject reason of a valid output identical to one written earlier in the same generation: kept out of the
+pools, it shares that output's verdict in the simulator's reward (a "duplicate" repeats an earlier generation's)."""
 
 
 @dataclass(frozen=True)
@@ -186,6 +192,11 @@ class MultiTurnDomain(Domain, Protocol):
     def start_episode(self, task: TaskInstance) -> Episode: ...
 
 
+AbstentionBuilder = Callable[[random.Random, str], "tuple[TaskInstance, str] | None"]
+"""Draws what it needs with the generator and returns an abstention task with the given id and the id of the task
+whose means it offers, or None when its draw does not work."""
+
+
 @runtime_checkable
 class AbstainingDomain(Domain, Protocol):
     """A domain where the right answer can be to do nothing (tool_call: `[]` when no offered function fits), which
@@ -193,9 +204,19 @@ class AbstainingDomain(Domain, Protocol):
 
     def is_abstention(self, task: TaskInstance) -> bool: ...
 
+    def abstains(self, output: str) -> bool:
+        """The agent's answer `output` does nothing (tool_call: it decodes as no call): on a task that asks for an
+        action, the abstention the curriculum must not teach too far."""
+        ...
+
     def abstention_task(self, offered: TaskInstance, request: TaskInstance, task_id: str) -> TaskInstance | None:
-        """`request`'s request put to `offered`'s means (for tool_call, its functions), answered by abstaining; None
-        when those means could serve the request, or `request` is an abstention itself."""
+        """`request`'s request put to `offered`'s unrelated means (for tool_call, its functions), answered by
+        abstaining; None when those means could serve the request, or `request` is an abstention itself."""
+        ...
+
+    def abstention_builders(self, pool: Sequence[TaskInstance]) -> dict[str, AbstentionBuilder]:
+        """One builder per kind of abstention task the domain makes from `pool` (D_train), asked in turn, so the agent
+        meets near misses too (for tool_call: a function of the same family, a request that lacks a required value)."""
         ...
 
 

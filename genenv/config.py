@@ -124,31 +124,49 @@ class GenEnvConfig:
     # --- agent: rollouts and verification ---
     rollouts_per_task: int = _f(4, "k: agent answers per fresh task, the GRPO group size.")
     pool_tasks_per_generation: int = _f(8, "Tasks sampled from the pool D_train and rolled out too.")
-    agent_max_new_tokens: int = _f(48, "Token cap for one agent answer.")
+    agent_max_new_tokens: int = _f(
+        128,
+        "Token cap for one agent answer, in training and in the held-out measure: BFCL's scoring cap, so training "
+        "never rewards an answer the benchmark would see cut off. A single-turn answer that reaches it scores 0.",
+    )
     agent_temperature: float = _f(1.0, "Sampling temperature of agent rollouts (held-out eval is greedy).")
     agent_top_p: float = _f(
         1.0, "Nucleus sampling of agent rollouts; a small model sampled from its whole vocabulary writes noise."
     )
     abstention_share: float = _f(
-        0.2,
-        "Share of the agent's GRPO groups that are abstention tasks built by construction each generation: a "
-        "training request offered only functions that cannot serve it, answered by abstaining (tool_call: `[]`). "
-        "Keeps the agent from unlearning abstention (BFCL irrelevance); domains without abstention ignore it.",
+        0.1,
+        "Share of the GRPO groups the agent trains on that teach abstaining (tool_call: `[]`), whatever their source: "
+        "tasks built by construction each generation (a training request offered functions that cannot serve it, "
+        "unrelated or of the same family, or stripped of a required value), simulator-written or pool tasks whose "
+        "answer is `[]`. Applied to what is trained, after dynamic sampling. Keeps abstention (BFCL irrelevance) "
+        "without teaching it over calls; domains without abstention ignore it.",
     )
     dynamic_sampling: bool = _f(
         True,
-        "DAPO's dynamic sampling: pool and abstention tasks are drawn dynamic_sampling_draws times over, and GRPO "
-        "trains only on groups whose rewards differ (up to the intended counts); false trains on every group.",
+        "DAPO's dynamic sampling: GRPO trains only on groups whose rewards differ, and pool and abstention tasks are "
+        "drawn and rolled out again until the intended batch is full (every fresh task's count of call groups plus "
+        "pool_tasks_per_generation, and their abstention share) or dynamic_sampling_draws rounds are spent; false "
+        "trains on every group of one draw.",
     )
     dynamic_sampling_draws: int = _f(
-        2, "With dynamic_sampling: pool and abstention tasks drawn and rolled out per one trained on."
+        3, "With dynamic_sampling: rounds of drawing and rolling out at most (the summary line says when it stopped)."
+    )
+    p_hat_rollouts: int = _f(
+        8,
+        "Agent rollouts per fresh task that estimate its p̂ (at least rollouts_per_task; 0: rollouts_per_task). GRPO "
+        "trains on the first rollouts_per_task of them. With 4, a task the agent solves half the time lands in the "
+        "±0.1 band 37.5% of the time; with 8, 27% (p̂ = 0.5 only) but p̂ is resolved to 1/8.",
     )
     solved_threshold: float = _f(0.5, "A trajectory counts as solved when R_agent >= this.")
     probe_tasks: int = _f(
         16, "Fresh tasks answered greedily before and after the agent's update, to measure what the update did."
     )
     # --- curriculum (the GenEnv paper, Eqs. 2-3) ---
-    generator_reward: str = _f("alpha_curriculum", "Simulator reward (registry in curriculum/generator_rewards.py).")
+    generator_reward: str = _f(
+        "alpha_curriculum",
+        "Simulator reward of a valid task from its p̂ (registry in curriculum/generator_rewards.py): alpha_curriculum "
+        "exp(-β(p̂-α)²), alpha_linear 1-|p̂-α|/max(α,1-α), r_zero min(p̂,1-p̂), absolute_zero.",
+    )
     reward_scope: str = _f(
         "task",
         "Where p̂ comes from: 'task', each generated task's own k rollouts (the paper's batch read as one task's "
@@ -162,13 +180,16 @@ class GenEnvConfig:
     simulator_update: str = _f(
         "grpo",
         "'grpo': GRPO over this generation's outputs, each seed's n variations a group, R_env per task as the "
-        "reward and simulator_invalid_reward for a rejected output, so the simulator learns which of its "
+        "reward and simulator_invalid_advantage for a rejected output, so the simulator learns which of its "
         "variations land nearer α (R-Zero's generator update); 'rwr': the paper's weighted SFT on D_env with "
         "w ∝ exp(λ R_env) (Alg. 1), which only sees in-band tasks and, with β = 2, weights differing by at most "
         "1.48x. grpo needs reward_scope=task.",
     )
-    simulator_invalid_reward: float = _f(
-        -1.0, "GRPO reward of a simulator output the domain rejected (R-Zero's -1): it counts against the simulator."
+    simulator_invalid_advantage: float = _f(
+        -1.0,
+        "GRPO advantage of a simulator output the domain rejected (also recorded as its reward). Valid outputs' "
+        "advantages are normalised among the valid outputs of their seed's group only, so difficulty, not validity, "
+        "decides between valid tasks, and invalidity is a penalty of its own.",
     )
     static_tasks: bool = _f(
         False, "Static augmentation: tasks are written once (generation 1) and every generation reuses that set."
@@ -228,6 +249,16 @@ class GenEnvConfig:
     )
     worker_cpus: float = _f(1.0, "With ray_address: CPUs each rollout worker reserves (it runs that many threads).")
     worker_gpus: float = _f(0.0, "With ray_address: GPUs each rollout worker reserves (a fraction shares one).")
+    trainer_shards: int = _f(
+        1,
+        "Planned, not built: GPUs one trainer's weights, adapters and AdamW states are sharded over (FSDP). `genenv "
+        "plan` computes its effect on each GPU's memory; a run refuses values above 1 for now (docs/scale.md).",
+    )
+    vllm_tensor_parallel: int = _f(
+        1,
+        "Planned, not built: GPUs one vLLM engine's weights and KV cache are split over (tensor parallelism). `genenv "
+        "plan` computes its effect on each GPU's memory; a run refuses values above 1 for now (docs/scale.md).",
+    )
 
     def __post_init__(self) -> None:
         hints = get_type_hints(type(self))
@@ -266,6 +297,8 @@ class GenEnvConfig:
             "episode_max_turns",
             "dynamic_sampling_draws",
             "rollout_workers",
+            "trainer_shards",
+            "vllm_tensor_parallel",
         ):
             need(getattr(self, name) >= 1, name, "must be >= 1")
         need(self.worker_cpus > 0, "worker_cpus", "must be > 0")
@@ -285,6 +318,7 @@ class GenEnvConfig:
             "simulator_epochs",
             "probe_tasks",
             "agent_replay_rows",
+            "p_hat_rollouts",
         )
         for name in (*at_least_zero, "max_heldout"):
             need(getattr(self, name) >= 0, name, "must be >= 0")
@@ -306,9 +340,9 @@ class GenEnvConfig:
             "grpo needs reward_scope=task: with one p̂ per seed batch every variation of a seed earns the same reward",
         )
         need(
-            self.simulator_invalid_reward <= 0,
-            "simulator_invalid_reward",
-            "must be <= 0: every generator reward of a valid task is >= 0, and a rejected output must not earn more",
+            self.simulator_invalid_advantage <= 0,
+            "simulator_invalid_advantage",
+            "must be <= 0: a rejected output must not be pushed up",
         )
         for name in ("warm_start_lr", "agent_lr", "simulator_lr"):
             need(0 < getattr(self, name) < 1, name, "must be in (0, 1)")
@@ -358,6 +392,8 @@ _NOT_SHAPING = {
     "rollout_workers",
     "worker_cpus",
     "worker_gpus",
+    "trainer_shards",
+    "vllm_tensor_parallel",
 }
 
 RESUMABLE_CHANGES = frozenset({"generations"})
@@ -503,11 +539,14 @@ def load_config(
     return GenEnvConfig(**values)
 
 
-_RETIRED = {"agent_steps": "replaced by agent_epochs and agent_minibatch_size"}
+_RETIRED = {
+    "agent_steps": "replaced by agent_epochs and agent_minibatch_size",
+    "simulator_invalid_reward": "replaced by simulator_invalid_advantage (valid outputs normalised among themselves)",
+}
 """Fields older runs stored that no longer shape anything; their stored configs load without them."""
 
 
-_BEFORE_ADDED = {"reward_scope": "batch", "simulator_update": "rwr"}
+_BEFORE_ADDED = {"reward_scope": "batch", "simulator_update": "rwr", "p_hat_rollouts": 0}
 """Fields added since runs were stored, with what a stored config without them did: resuming an older run keeps its
 simulator update rather than switching to the new default."""
 

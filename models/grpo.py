@@ -85,6 +85,8 @@ def grpo_update(
     clip_epsilon: float = 0.2,
     max_grad_norm: float = 1.0,
     seed: int = 0,
+    temperature: float = 1.0,
+    advantages: Sequence[float] | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> list[dict]:
     """`epochs` passes over `samples`, each shuffled with random.Random(seed + epoch) and cut into minibatches
@@ -97,11 +99,13 @@ def grpo_update(
     policy; the first step's own rows are on-policy, so their logp_old is their logp in that step, detached, and
     the no-grad pass skips them (TRL does the same when it can).
     The record's token means (kl, clip_ratio, entropy, approx_kl) cover the rows the step computed.
+    Log-probabilities are those of the sampling distribution at `temperature` (logits / T). `advantages`, one per
+    sample, replace the group-normalised ones (the simulator's: normalised among valid outputs only).
     A step's rows are computed in length-sorted micro-batches of about `micro_batch_size` median-length rows'
     tokens (`PolicyPair.micro_batches`), so little of the work is padding; the loss is a sum, so the cut does not
     change it.
     """
-    advantages = group_advantages(samples)
+    advantages = group_advantages(samples) if advantages is None else list(advantages)
     zero_spread = zero_spread_share(samples)
     # Nothing to train on is still one (skipped) step on record: the stage's log says the update ran.
     plan = _minibatches(len(samples), minibatch_size, epochs, seed) or [[]]
@@ -117,7 +121,9 @@ def grpo_update(
     rank, world = rank_and_world()  # data parallel (models/data_parallel.py): this rank's rows, all ranks' gradients
     with policy.training(role, lr) as (optimizer, params):
         mine = my_rows(live, rank, world)
-        rows = _rows(policy, role, samples, advantages, mine, kl_coef != 0.0, micro_batch_size, set(plan[0]))
+        rows = _rows(
+            policy, role, samples, advantages, mine, kl_coef != 0.0, micro_batch_size, set(plan[0]), temperature
+        )
         live_rows = set(live)
         for step, minibatch in enumerate(plan):
             trained = [rows[i] for i in minibatch if i in rows]
@@ -135,7 +141,7 @@ def grpo_update(
                     # Micro-batches of other lengths leave the C heap fragmented: handing its free pages back first
                     # keeps the stage's peak near one micro-batch's activations (docs/performance.md).
                     return_freed_memory()
-                    loss, stats = _micro_batch_loss(policy, micro_batch, kl_coef, clip_epsilon)
+                    loss, stats = _micro_batch_loss(policy, micro_batch, kl_coef, clip_epsilon, temperature)
                     (loss / tokens).backward()
                     for key, value in stats.items():
                         sums[key] += value
@@ -188,22 +194,27 @@ def _rows(
     with_reference: bool,
     micro_batch_size: int,
     first_step: set[int],
+    temperature: float,
 ) -> dict[int, _Row]:
     """The rows to train on, keyed by sample index, with logp_old (and logp_ref) from no-grad passes; the rows of
     `first_step` get their logp_old from that step instead."""
     batch = [samples[i] for i in live]
     later = [k for k, i in enumerate(live) if i not in first_step]
     old: list[torch.Tensor | None] = [None] * len(batch)
-    for k, value in zip(later, _logprobs(policy, [batch[k] for k in later], micro_batch_size), strict=True):
+    for k, value in zip(
+        later, _logprobs(policy, [batch[k] for k in later], micro_batch_size, temperature), strict=True
+    ):
         old[k] = value
     ref: list[torch.Tensor | None] = [None] * len(batch)
     if with_reference:
         with policy.reference(role):
-            ref = _logprobs(policy, batch, micro_batch_size)
+            ref = _logprobs(policy, batch, micro_batch_size, temperature)
     return {i: _Row(samples[i], advantages[i], o, r) for i, o, r in zip(live, old, ref, strict=True)}
 
 
-def _logprobs(policy: PolicyPair, samples: Sequence[GroupSample], micro_batch_size: int) -> list[torch.Tensor]:
+def _logprobs(
+    policy: PolicyPair, samples: Sequence[GroupSample], micro_batch_size: int, temperature: float
+) -> list[torch.Tensor]:
     """Each sample's completion-token log-probs under the current forward path, without gradient."""
     out: list[torch.Tensor] = [torch.empty(0)] * len(samples)
     if not samples:  # a data-parallel rank may own none of the rows
@@ -213,7 +224,7 @@ def _logprobs(policy: PolicyPair, samples: Sequence[GroupSample], micro_batch_si
         for indices in policy.micro_batches([s.prompt_ids for s in samples], lengths, micro_batch_size):
             batch = [samples[i] for i in indices]
             logp, _, mask = policy.completion_token_logprobs(
-                [s.prompt_ids for s in batch], [s.completion_ids for s in batch]
+                [s.prompt_ids for s in batch], [s.completion_ids for s in batch], temperature
             )
             values = logp[mask].split([len(s.completion_ids) for s in batch])
             for i, value in zip(indices, values, strict=True):
@@ -226,11 +237,11 @@ def _length(sample: GroupSample) -> int:
 
 
 def _micro_batch_loss(
-    policy: PolicyPair, batch: Sequence[_Row], kl_coef: float, eps: float
+    policy: PolicyPair, batch: Sequence[_Row], kl_coef: float, eps: float, temperature: float
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """Summed (not averaged) per-token loss of one micro-batch, and its summed token statistics."""
     logp, entropy, mask = policy.completion_token_logprobs(
-        [r.sample.prompt_ids for r in batch], [r.sample.completion_ids for r in batch]
+        [r.sample.prompt_ids for r in batch], [r.sample.completion_ids for r in batch], temperature
     )
     logp = _padded_to_zero(logp, mask)
     current = logp.detach()[mask].split([len(r.sample.completion_ids) for r in batch])

@@ -284,11 +284,15 @@ class PolicyPair:
         return logits.float().log_softmax(-1), targets, mask
 
     def completion_token_logprobs(
-        self, prompts: Sequence[Sequence[int]], completions: Sequence[Sequence[int]]
+        self, prompts: Sequence[Sequence[int]], completions: Sequence[Sequence[int]], temperature: float = 1.0
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(log p [B, C] of each completion token, entropy [B, C] of each position's distribution, mask [B, C]),
-        laid out as `completion_logprobs`, bit-identical to gathering from it, without its [B, C, V] in memory."""
+        laid out as `completion_logprobs`, bit-identical to gathering from it, without its [B, C, V] in memory.
+        `temperature`: of the distribution the tokens were sampled from (logits / T), so a policy-gradient ratio
+        compares the policy that sampled with the one that learns."""
         logits, targets, mask = self._completion_logits(prompts, completions)
+        if temperature != 1.0:
+            logits = logits / temperature
         logp, entropy = token_logprobs(logits, targets)
         return logp, entropy, mask
 

@@ -21,6 +21,11 @@ class SamplingSettings:
         if self.max_new_tokens < 1 or self.temperature < 0 or not 0 < self.top_p <= 1:
             raise ValueError(f"sampling needs max_new_tokens >= 1, temperature >= 0 and 0 < top_p <= 1: {self}")
 
+    @property
+    def logprob_temperature(self) -> float:
+        """The temperature a policy-gradient update scores these samples at: the sampling one (1 for greedy)."""
+        return self.temperature or 1.0
+
 
 @dataclass(frozen=True)
 class Completion:

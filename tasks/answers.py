@@ -8,10 +8,12 @@ trajectory is the whole conversation as one token sequence with a mask on the ag
 from __future__ import annotations
 
 import dataclasses
+from collections import defaultdict
+from collections.abc import Mapping
 
 import polars as pl
 
-from genenv.domains.base import Episode, MultiTurnDomain, TaskInstance
+from genenv.domains.base import Domain, Episode, MultiTurnDomain, TaskInstance, Verdict
 from genenv.models.conversation import encode_conversation
 from genenv.models.sampling import GenerationBackend, SamplingSettings, encode_prompt
 from genenv.tasks.context import GenerationRef, load_tasks, progress_bar
@@ -34,12 +36,14 @@ def answer_tasks(
     ref: GenerationRef,
     backend: GenerationBackend,
     tasks: list[tuple[TaskInstance, str]],
-    samples: int,
+    samples: int | Mapping[str, int],
     sampling: SamplingSettings,
     label: str,
 ) -> pl.DataFrame:
-    """`samples` agent answers to each (task, purpose), as rows of raw completions (episodes when multi-turn)."""
-    work = [(task, purpose, k) for task, purpose in tasks for k in range(samples)]
+    """`samples` agent answers to each (task, purpose) (a count per purpose, or one for all), as rows of raw
+    completions (episodes when multi-turn), generated in one batched call."""
+    counts = samples if isinstance(samples, Mapping) else defaultdict(lambda: samples)
+    work = [(task, purpose, k) for task, purpose in tasks for k in range(counts[purpose])]
     domain = ref.domain  # built on each access
     if isinstance(domain, MultiTurnDomain):
         return _play_episodes(ref, backend, work, sampling, label)
@@ -112,7 +116,7 @@ def trajectory_rows(ref: GenerationRef, answers: pl.DataFrame) -> tuple[list[dic
     tasks = load_tasks(ref, answers["task_id"].unique().to_list())
     rows, turns = [], []
     for a in answers.iter_rows(named=True):
-        verdict = domain.verify(a["completion"], tasks[a["task_id"]])
+        verdict = judge(domain, tasks[a["task_id"]], a["completion"], a["finished"])
         trajectory_id = ref.key(a["purpose"], a["task_id"], a["sample_index"])
         rows.append(
             {
@@ -140,6 +144,16 @@ def trajectory_rows(ref: GenerationRef, answers: pl.DataFrame) -> tuple[list[dic
             for turn in verdict.turns
         ]
     return rows, turns
+
+
+def judge(domain: Domain, task: TaskInstance, completion: str, finished: bool) -> Verdict:
+    """R_agent (Eq. 1) of one answer. A single-turn answer cut off at the token cap scores 0 whatever it says: on a
+    task whose answer is to abstain, text that decodes as no call would otherwise score 1, and the cap would teach
+    short answers."""
+    verdict = domain.verify(completion, task)
+    if finished or isinstance(domain, MultiTurnDomain) or verdict.reward == 0.0:
+        return verdict
+    return dataclasses.replace(verdict, reward=0.0, parse_error=verdict.parse_error or "cut off at the token cap")
 
 
 def record_turns(ref: GenerationRef, turns: list[dict]) -> None:

@@ -14,9 +14,11 @@ from prefect import get_run_logger
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from genenv.config import GenEnvConfig
+from genenv.curriculum.pools import still_missing
+from genenv.domains.base import AbstainingDomain
 from genenv.evaluation.bootstrap import bootstrap_mean
 from genenv.tasks.artifacts import artifact_key, curriculum_trend, loss_curves, p_hat_histogram, summary_rows
-from genenv.tasks.context import GenerationRef, pool_ids
+from genenv.tasks.context import GenerationRef, load_tasks, pool_ids
 from genenv.tasks.contract import Adapters, Measured, StageOutput, generation_stage
 from genenv.tasks.finetune import agent_batch
 
@@ -42,16 +44,20 @@ def generation_metrics(ref: GenerationRef, stage_seconds: dict[str, float]) -> d
         return None if losses.is_empty() else round(float(losses[-1]), 4)
 
     reasons = tasks.filter(~pl.col("valid"))["reject_reason"].value_counts(sort=True)
+    scored = batches.filter(pl.col("p_hat").is_not_null())
     return {
         "simulator_outputs": tasks.height,
         "valid_rate": _mean(tasks["valid"]),
         "reject_reasons": dict(reasons.iter_rows()),
-        "mean_p_hat": _mean(batches["p_hat"].drop_nulls()),
-        "band_share": _mean(batches.filter(pl.col("p_hat").is_not_null())["in_band"]),
+        "mean_p_hat": _mean(scored["p_hat"]),
+        "band_share": _mean(scored["in_band"]),
+        "mean_distance_to_alpha": _mean((scored["p_hat"] - ref.config.alpha).abs()),
+        "simulator_abstain_share": _abstaining_share(ref, tasks.filter(valid=True)),
         "fresh_success": _mean(by("fresh")["solved"]),
         "pool_success": _mean(by("pool")["solved"]),
         "abstention_success": _mean(by("abstention")["solved"]),
         **_groups(ref),
+        **{f"abstained_{purpose}": _abstained_on_calls(ref, by(purpose)) for purpose in ABSTAINED_PURPOSES},
         "heldout_success": _mean(by("heldout")["solved"]),
         **_heldout_interval(by("heldout")["solved"]),
         "probe_before": _mean(by("probe_before")["reward"]),
@@ -85,15 +91,51 @@ def _heldout_interval(solved: pl.Series) -> dict[str, Any]:
 
 
 def _groups(ref: GenerationRef) -> dict[str, Any]:
-    """How many GRPO groups were rolled out and trained on, and the share of those rolled out with equal rewards."""
+    """The GRPO groups rolled out and trained on, by kind (what they teach, from where), the share of those rolled out
+    with equal rewards, and what a full batch still lacked when dynamic sampling's rounds ran out."""
     if ref.generation == 0:
         return {"groups_drawn": 0, "groups_trained": 0, "zero_spread_drawn": None}
     batch = agent_batch(ref)
+    config = ref.config
+    missing = still_missing(batch.drawn, batch.call_target, config.abstention_share, config.dynamic_sampling)
     return {
         "groups_drawn": len(batch.drawn),
         "groups_trained": len(batch.trained),
         "zero_spread_drawn": round(batch.zero_spread_drawn, 4),
+        "drawn_kinds": batch.kinds(batch.drawn),
+        "trained_kinds": batch.kinds(batch.trained),
+        "batch_short": {"calls": missing[0], "abstentions": missing[1]},
     }
+
+
+ABSTAINED_PURPOSES = ("fresh", "probe_before", "probe_after", "heldout")
+"""The answers whose abstentions on tasks that ask for an action are counted (the `[]` share of BFCL's calls)."""
+
+
+def _abstaining_tasks(ref: GenerationRef, task_ids: list[str]) -> set[str]:
+    domain = ref.domain
+    if not isinstance(domain, AbstainingDomain):
+        return set()
+    return {i for i, task in load_tasks(ref, task_ids).items() if domain.is_abstention(task)}
+
+
+def _abstaining_share(ref: GenerationRef, tasks: pl.DataFrame) -> float | None:
+    """Share of the simulator's valid outputs whose answer is to abstain (None where the domain has no abstention)."""
+    if not isinstance(ref.domain, AbstainingDomain) or tasks.is_empty():
+        return None
+    return round(len(_abstaining_tasks(ref, tasks["task_id"].to_list())) / tasks.height, 4)
+
+
+def _abstained_on_calls(ref: GenerationRef, answers: pl.DataFrame) -> float | None:
+    """Share of the answers to tasks that ask for an action that abstain instead (None without abstention)."""
+    domain = ref.domain
+    if not isinstance(domain, AbstainingDomain) or answers.is_empty():
+        return None
+    abstaining = _abstaining_tasks(ref, answers["task_id"].unique().to_list())
+    on_calls = answers.filter(~pl.col("task_id").is_in(list(abstaining)))
+    if on_calls.is_empty():
+        return None
+    return round(sum(map(domain.abstains, on_calls["completion"])) / on_calls.height, 4)
 
 
 def summary_line(generation: int, m: dict[str, Any]) -> str:
@@ -109,11 +151,23 @@ def summary_line(generation: int, m: dict[str, Any]) -> str:
         heldout += f" [{fmt(interval[0])}, {fmt(interval[1])}] of {m['heldout_n']}"
     groups = ""
     if m.get("groups_drawn"):
-        groups = f" | GRPO groups {m['groups_trained']} of {m['groups_drawn']} ({fmt(m['zero_spread_drawn'])} equal)"
+        trained = m.get("trained_kinds") or {}
+        kinds = " ".join(f"{kind} {count}" for kind, count in trained.items() if count)
+        short = m.get("batch_short") or {}
+        lacking = f", short {short['calls']} calls {short['abstentions']} []" if any(short.values()) else ""
+        groups = (
+            f" | GRPO groups {m['groups_trained']} of {m['groups_drawn']} ({fmt(m['zero_spread_drawn'])} equal; "
+            f"{kinds}{lacking})"
+        )
+    abstained = ""
+    if m.get("abstained_heldout") is not None:
+        shares = " ".join(f"{p} {fmt(m.get(f'abstained_{p}'))}" for p in ABSTAINED_PURPOSES)
+        abstained = f" | [] on calls: {shares}"
     return (
         f"generation {generation}: valid tasks {fmt(m['valid_rate'])} | mean p̂ {fmt(m['mean_p_hat'], False)} | "
-        f"in α band {fmt(m['band_share'])} | agent success fresh {fmt(m['fresh_success'])} "
-        f"abstention {fmt(m.get('abstention_success'))} held-out {heldout}{groups} | "
+        f"in α band {fmt(m['band_share'])} |p̂-α| {fmt(m.get('mean_distance_to_alpha'), False)} | simulator [] "
+        f"{fmt(m.get('simulator_abstain_share'))} | agent success fresh {fmt(m['fresh_success'])} "
+        f"abstention {fmt(m.get('abstention_success'))} held-out {heldout}{groups}{abstained} | "
         f"probe before update {fmt(m['probe_before'])} "
         f"after {fmt(m['probe_after'])} | loss agent {fmt(m['agent_loss'], False)} "
         f"simulator {fmt(m['simulator_loss'], False)} | simulator {m.get('simulator_records', 0)} records "

@@ -16,7 +16,7 @@ from functools import cached_property
 from typing import Any
 
 from genenv.config import GenEnvConfig
-from genenv.curriculum.pools import draw, generation_rng
+from genenv.curriculum.pools import draw, generation_rng, sampling_seed
 from genenv.domains.base import Domain, TaskInstance, get_domain
 from genenv.models.sampling import SamplingSettings
 from genenv.runtime.handle import ModelRuntime
@@ -103,6 +103,30 @@ def probe_set(ref: GenerationRef, fresh: dict[str, TaskInstance]) -> list[TaskIn
     update did is one number (probe_after - probe_before)."""
     rng = generation_rng(ref.config.seed, ref.generation, "probe")
     return draw(list(fresh.values()), ref.config.probe_tasks, rng)
+
+
+ROUND_SEED_STRIDE = 104_729
+"""Each round of dynamic sampling samples with its own seed (the generation's + round x this prime)."""
+
+
+def agent_sampling(config: GenEnvConfig, generation: int, round_: int = 0) -> SamplingSettings:
+    """How the agent samples its rollouts (each round of dynamic sampling with its own seed)."""
+    return SamplingSettings(
+        max_new_tokens=config.agent_max_new_tokens,
+        temperature=config.agent_temperature,
+        top_p=config.agent_top_p,
+        seed=sampling_seed(config.seed, generation, "agent") + round_ * ROUND_SEED_STRIDE,
+    )
+
+
+def simulator_sampling(config: GenEnvConfig, generation: int) -> SamplingSettings:
+    """How the simulator samples the generation's tasks."""
+    return SamplingSettings(
+        max_new_tokens=config.simulator_max_new_tokens,
+        temperature=config.simulator_temperature,
+        top_p=config.simulator_top_p,
+        seed=sampling_seed(config.seed, generation, "simulator"),
+    )
 
 
 def greedy_sampling(config: GenEnvConfig) -> SamplingSettings:

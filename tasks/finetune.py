@@ -9,18 +9,21 @@ carries over from the previous generation's snapshot.
 from __future__ import annotations
 
 import math
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import polars as pl
 
-from genenv.curriculum.pools import dense_groups, draw, generation_rng, intended_abstentions, update_seed
+from genenv.curriculum.pools import GROUP_KINDS, Group, draw, generation_rng, select_groups, update_seed
 from genenv.domains.base import AbstainingDomain, TaskInstance
 from genenv.faults import crash_point
 from genenv.models.grpo import GroupSample, group_advantages, grpo_update
 from genenv.models.rwr import encode_example, weighted_sft
 from genenv.tasks.adapter_lineage import committed_checkpoints, own_adapters, reference_checkpoints, save_policy
-from genenv.tasks.context import GenerationRef, load_tasks, pool_ids, progress_bar
+from genenv.tasks.context import GenerationRef, agent_sampling, load_tasks, pool_ids, progress_bar
 from genenv.tasks.contract import Adapters, Rewarded, generation_stage
+from genenv.tasks.rollout import call_target, groups_of
 from genenv.tasks.simulator_update import train_simulator
 from genenv.tasks.training_log import training_rows
 
@@ -32,39 +35,38 @@ REPLAY_ABSTENTION_SHARE = 0.25
 class AgentBatch:
     """The generation's GRPO groups: all rolled out (`drawn`), and those the update trains on (`trained`)."""
 
-    drawn: dict[str, tuple[str, list[float]]]
-    """task id -> (purpose, its rollouts' rewards)."""
+    drawn: dict[str, Group]
     trained: list[str]
+    call_target: int
 
     @property
     def zero_spread_drawn(self) -> float:
-        return sum(max(r) == min(r) for _, r in self.drawn.values()) / len(self.drawn) if self.drawn else 0.0
+        return sum(not g.spread for g in self.drawn.values()) / len(self.drawn) if self.drawn else 0.0
+
+    def kinds(self, ids: Iterable[str]) -> dict[str, int]:
+        """How many of the groups `ids` are of each kind (fresh_call, fresh_abstain, pool_call, ...)."""
+        found = Counter(self.drawn[i].kind for i in ids)
+        return {kind: found[kind] for kind in GROUP_KINDS}
 
 
 def agent_batch(ref: GenerationRef, rows: pl.DataFrame | None = None) -> AgentBatch:
-    """Every rolled-out group; with dynamic sampling only those whose rewards differ are trained on, up to the
-    intended counts: every fresh task, `pool_tasks_per_generation` pool tasks, the abstention share."""
+    """Every rolled-out group, and those GRPO trains on: with dynamic sampling only those whose rewards differ, up to
+    the intended batch (every fresh call task's count of call groups plus pool_tasks_per_generation), and abstaining
+    groups of any source as `abstention_share` of what is trained (curriculum.pools.select_groups)."""
     config = ref.config
     rows = _group_rows(ref) if rows is None else rows
-    drawn = {
-        task_id: (group["purpose"][0], group["reward"].to_list())
-        for (task_id,), group in rows.group_by("task_id", maintain_order=True)
-    }
-    if not config.dynamic_sampling:
-        return AgentBatch(drawn, sorted(drawn))
-    fresh = sum(purpose == "fresh" for purpose, _ in drawn.values())
-    caps = {
-        "fresh": None,
-        "pool": config.pool_tasks_per_generation,
-        "abstention": intended_abstentions(config.abstention_share, fresh + config.pool_tasks_per_generation),
-    }
-    return AgentBatch(drawn, dense_groups(drawn, caps, generation_rng(config.seed, ref.generation, "dense-groups")))
+    known = load_tasks(ref, rows["task_id"].unique().to_list())
+    drawn = groups_of(ref, rows, known)
+    target = call_target(ref, {i: known[i] for i, g in drawn.items() if g.purpose == "fresh"})
+    rng = generation_rng(config.seed, ref.generation, "dense-groups")
+    trained = select_groups(drawn, target, config.abstention_share, rng, dense=config.dynamic_sampling)
+    return AgentBatch(drawn, trained, target)
 
 
 def agent_groups(ref: GenerationRef) -> tuple[list[GroupSample], AgentBatch]:
     rows = _group_rows(ref)
     batch = agent_batch(ref, rows)
-    trained = rows.filter(pl.col("task_id").is_in(batch.trained))
+    trained = rows.filter(pl.col("task_id").is_in(batch.trained), pl.col("sample_index") < ref.config.rollouts_per_task)
     samples = [
         GroupSample(
             r["prompt_ids"], r["completion_ids"], r["reward"], group=r["task_id"], loss_mask=r["completion_mask"]
@@ -122,6 +124,7 @@ def finetune(rewarded: Rewarded) -> Adapters:
             micro_batch_size=config.train_batch_size,
             clip_epsilon=config.agent_clip_epsilon,
             seed=update_seed(config.seed, ref.generation),
+            temperature=agent_sampling(config, ref.generation).logprob_temperature,
             progress=bar.update,
         )
     rows = training_rows(ref, "agent", "grpo", agent_log, config.agent_lr, group_advantages(samples))

@@ -7,13 +7,17 @@ overlap); rejected outputs are stored with their reason.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import random
+from collections.abc import Callable
 
-from genenv.curriculum.pools import abstention_tasks, draw, generation_rng, intended_abstentions, sampling_seed
-from genenv.domains.base import AbstainingDomain, Domain, TaskInstance, ValidationContext
+import polars as pl
+
+from genenv.curriculum.pools import abstention_tasks, abstentions_for_share, draw, generation_rng
+from genenv.domains.base import REPEAT, AbstainingDomain, Candidate, Domain, TaskInstance, ValidationContext
 from genenv.domains.decontamination import domain_index
 from genenv.faults import crash_point
-from genenv.models.sampling import SamplingSettings
 from genenv.tasks.adapter_lineage import committed_checkpoints, reference_checkpoints
 from genenv.tasks.context import (
     GenerationRef,
@@ -21,20 +25,50 @@ from genenv.tasks.context import (
     load_tasks,
     pool_ids,
     progress_bar,
+    simulator_sampling,
     subset,
+    task_from_row,
     task_generation,
 )
 from genenv.tasks.contract import TaskSet, generation_stage, tasks_written
 
+FAMILY_HINT_ROLLOUTS = 16
+"""The agent's latest rollouts of a seed's family that make its difficulty hint (at least a quarter of them, or the
+run-wide rate stands in)."""
+
 
 def recent_success_rate(ref: GenerationRef) -> float | None:
-    """The agent's latest success rate, shown to the simulator: the previous generation's fresh tasks,
-    or its held-out score right after the warm start."""
+    """The agent's latest success rate over everything: the previous generation's fresh tasks, or its held-out score
+    right after the warm start."""
     metrics = json.loads(
         ref.warehouse.read("generations", run_id=ref.run_id, generation=ref.generation - 1)["metrics"][0]
     )
     fresh = metrics.get("fresh_success")
     return metrics.get("heldout_success") if fresh is None else fresh
+
+
+def family_success_rates(ref: GenerationRef, known: dict[str, TaskInstance]) -> dict[str, float]:
+    """family -> the agent's success over its latest FAMILY_HINT_ROLLOUTS sampled rollouts (fresh and pool tasks of
+    earlier generations), for families with at least a quarter of that many: one run-wide rate swings with the mix of
+    families drawn, and tells a seed nothing about how hard its own family is for the agent."""
+    rows = ref.warehouse.read("trajectories", run_id=ref.run_id).filter(
+        pl.col("purpose").is_in(["fresh", "pool"]), pl.col("generation") < ref.generation
+    )
+    families = pl.DataFrame(
+        {"task_id": list(known), "family": [t.family for t in known.values()]},
+        schema={"task_id": pl.String, "family": pl.String},
+    )
+    latest = (
+        rows.join(families, on="task_id")
+        .sort("generation", "trajectory_id", descending=True)
+        .group_by("family")
+        .agg(pl.col("solved").head(FAMILY_HINT_ROLLOUTS).cast(pl.Float64))
+    )
+    return {
+        family: sum(solved) / len(solved)
+        for family, solved in latest.iter_rows()
+        if len(solved) * 4 >= FAMILY_HINT_ROLLOUTS
+    }
 
 
 @generation_stage(done=tasks_written, writes=("tasks",), gpu=True)
@@ -47,27 +81,25 @@ def generate(ref: GenerationRef) -> TaskSet:
     pool = subset(known, pool_ids(ref, "train", ref.generation - 1))
     d_train = list(pool.values())
     seed_tasks = draw(d_train, config.seeds_per_generation, generation_rng(config.seed, ref.generation, "seeds"))
-    success = recent_success_rate(ref)
-    contexts = [domain.simulator_messages(task, success, alpha=config.alpha, k_min=config.k_min) for task in seed_tasks]
+    overall, by_family = recent_success_rate(ref), family_success_rates(ref, known)
+    contexts = [
+        domain.simulator_messages(task, by_family.get(task.family, overall), alpha=config.alpha, k_min=config.k_min)
+        for task in seed_tasks
+    ]
     conversations = [c for c in contexts for _ in range(config.variations_per_seed)]
     backend = ref.runtime.backend(config, committed_checkpoints(ref, ref.generation - 1), reference_checkpoints(ref))
-    sampling = SamplingSettings(
-        max_new_tokens=config.simulator_max_new_tokens,
-        temperature=config.simulator_temperature,
-        top_p=config.simulator_top_p,
-        seed=sampling_seed(config.seed, ref.generation, "simulator"),
-    )
+    sampling = simulator_sampling(config, ref.generation)
     with progress_bar(f"g{ref.generation} generate", len(conversations)) as bar:
         completions = backend.generate("simulator", conversations, sampling, progress=bar.update)
 
     crash_point(f"g{ref.generation}:generate:generated")
-    seen = {domain.dedup_key(t) for t in known.values()}
     context = ValidationContext(
-        seen_keys=seen,
+        seen_keys={domain.dedup_key(t) for t in known.values()},
         is_contaminated=domain_index(domain, config.benchmarks_dir).contains,
         heldout_calls={domain.answer_key(t) for t in heldout_seeds(ref, known)},
     )
     rows = []
+    written: set[str] = set()  # this generation's valid tasks: a repeat shares their verdict (tasks/rewards.py)
     for i, seed_task in enumerate(seed_tasks):
         batch_id = ref.key(f"b{i}")
         for j in range(config.variations_per_seed):
@@ -75,9 +107,7 @@ def generate(ref: GenerationRef) -> TaskSet:
             candidate = domain.parse_candidate(
                 completion.text, seed_task, task_id=f"{batch_id}/v{j}", truncated=not completion.finished
             )
-            candidate = domain.validate(candidate, context)
-            if candidate.valid:
-                context.seen_keys.add(domain.dedup_key(candidate.task))
+            candidate = repeat_of_this_generation(domain, domain.validate(candidate, context), written)
             task_ = candidate.task
             rows.append(
                 {
@@ -100,34 +130,45 @@ def generate(ref: GenerationRef) -> TaskSet:
                     "heldout": False,
                 }
             )
-    valid = sum(r["valid"] for r in rows)
-    abstentions = [_abstention_row(ref, t, offered) for t, offered in abstentions_for(ref, domain, d_train, valid)]
+    valid = [task_from_row(r) for r in rows if r["valid"]]
+    fresh_calls = len(valid) - sum(map(domain.is_abstention, valid)) if isinstance(domain, AbstainingDomain) else 0
+    built = abstentions_for(ref, domain, d_train, fresh_calls)
+    abstentions = [_abstention_row(ref, task, offered) for task, offered in built]
     warehouse.append("tasks", rows + abstentions)
-    return TaskSet(ref, {"outputs": len(rows), "valid": valid, "abstention_tasks": len(abstentions)})
+    return TaskSet(ref, {"outputs": len(rows), "valid": len(valid), "abstention_tasks": len(abstentions)})
+
+
+def repeat_of_this_generation(domain: Domain, candidate: Candidate, written: set[str]) -> Candidate:
+    """A valid output identical to one written earlier in this generation is kept out of the pools as a "repeat", and
+    shares that output's verdict in the simulator's reward: only earlier generations' tasks make a "duplicate", so two
+    identical outputs of one group never get opposite rewards for the same tokens."""
+    if not candidate.valid:
+        return candidate
+    key = domain.dedup_key(candidate.task)
+    if key in written:
+        return dataclasses.replace(candidate, reject_reason=REPEAT)
+    written.add(key)
+    return candidate
 
 
 def abstentions_for(
-    ref: GenerationRef, domain: Domain, pool: list[TaskInstance], fresh_valid: int
+    ref: GenerationRef, domain: Domain, pool: list[TaskInstance], fresh_calls: int
 ) -> list[tuple[TaskInstance, str]]:
-    """This generation's abstention tasks, with the id of the task whose means each offers: `abstention_share` of the
-    agent's groups (fresh tasks, pool draws and these), times `dynamic_sampling_draws` when dynamic sampling draws
-    extra; none for a domain without abstention."""
+    """This generation's abstention tasks, each with the id of the task whose means it offers, the domain's kinds in
+    equal shares: enough for the abstention share of a full batch (`fresh_calls` + pool_tasks_per_generation call
+    groups) in every round dynamic sampling may draw; none for a domain without abstention."""
     config = ref.config
     if not isinstance(domain, AbstainingDomain) or config.abstention_share == 0:
         return []
-    count = intended_abstentions(config.abstention_share, fresh_valid + config.pool_tasks_per_generation)
-    count *= config.dynamic_sampling_draws if config.dynamic_sampling else 1
-    offered_by: dict[str, str] = {}
+    count = abstentions_for_share(config.abstention_share, fresh_calls + config.pool_tasks_per_generation)
+    count = max(count, 1) * (config.dynamic_sampling_draws if config.dynamic_sampling else 1)
+    kinds = domain.abstention_builders(pool)
 
-    def make(offered: TaskInstance, request: TaskInstance, index: int) -> TaskInstance | None:
-        task = domain.abstention_task(offered, request, ref.key("abstention", index))
-        if task is not None:
-            offered_by[task.task_id] = offered.task_id
-        return task
+    def builder(kind: str) -> Callable[[random.Random, int], tuple[TaskInstance, str] | None]:
+        return lambda rng, index: kinds[kind](rng, ref.key("abstention", kind, index))
 
     rng = generation_rng(config.seed, ref.generation, "abstention")
-    built = abstention_tasks(pool, count, rng, make, domain.dedup_key)
-    return [(task, offered_by[task.task_id]) for task in built]
+    return abstention_tasks(count, rng, [builder(kind) for kind in kinds], lambda built: domain.dedup_key(built[0]))
 
 
 def _abstention_row(ref: GenerationRef, task: TaskInstance, offered_id: str) -> dict:

@@ -15,8 +15,9 @@ from genenv.config import GenEnvConfig
 from genenv.curriculum.batches import BatchOutcome, BatchScore, TaskOutcome, score_batches, score_tasks
 from genenv.curriculum.generator_rewards import CurriculumParams
 from genenv.curriculum.pools import grow_pool
+from genenv.domains.base import REPEAT
 from genenv.faults import crash_point
-from genenv.tasks.context import GenerationRef, pool_ids, task_generation
+from genenv.tasks.context import GenerationRef, pool_ids, task_from_row, task_generation
 from genenv.tasks.contract import Rewarded, Scored, StageOutput, generation_stage
 
 
@@ -41,7 +42,7 @@ def rewards(scored: Scored) -> Rewarded:
     tasks = warehouse.read("tasks", run_id=ref.run_id, generation=task_generation(ref)).filter(origin="simulator")
     fresh = warehouse.read("trajectories", run_id=ref.run_id, generation=ref.generation, purpose="fresh")
     success = fresh.group_by("task_id").agg(pl.col("solved").cast(pl.Float64).mean().alias("success"))
-    per_task = tasks.join(success, on="task_id", how="left").sort("task_id")
+    per_task = shared_verdicts(ref, tasks.join(success, on="task_id", how="left").sort("task_id"))
 
     params = CurriculumParams(config.alpha, config.beta, config.k_min, config.rwr_lambda)
     scores = reward_units(per_task, config, params)
@@ -74,14 +75,30 @@ def rewards(scored: Scored) -> Rewarded:
     return Rewarded(ref, units)
 
 
+def shared_verdicts(ref: GenerationRef, per_task: pl.DataFrame) -> pl.DataFrame:
+    """`per_task` with `scored`: valid, or a repeat (an output identical to a valid one written earlier in this
+    generation), which scores as that output, with its success. Only valid tasks join the pools."""
+    domain = ref.domain
+    success = {
+        domain.dedup_key(task_from_row(r)): r["success"] for r in per_task.filter(valid=True).iter_rows(named=True)
+    }
+    repeats = per_task.filter(reject_reason=REPEAT)
+    shared = [success.get(domain.dedup_key(task_from_row(r))) for r in repeats.iter_rows(named=True)]
+    per_task = per_task.with_columns(scored=pl.col("valid"))
+    return per_task.update(
+        repeats.select("task_id").with_columns(scored=pl.lit(True), success=pl.Series(shared, dtype=pl.Float64)),
+        on="task_id",
+    )
+
+
 def reward_units(per_task: pl.DataFrame, config: GenEnvConfig, params: CurriculumParams) -> list[BatchScore]:
     """One score per simulator output (reward_scope=task) or per seed batch (reward_scope=batch)."""
     if config.reward_scope == "task":
         outcomes = [
-            TaskOutcome(row["task_id"], row["batch_id"], row["seed_task_id"], row["success"] if row["valid"] else None)
+            TaskOutcome(row["task_id"], row["batch_id"], row["seed_task_id"], row["success"] if row["scored"] else None)
             for row in per_task.iter_rows(named=True)
         ]
-        return score_tasks(outcomes, config.generator_reward, params, config.simulator_invalid_reward)
+        return score_tasks(outcomes, config.generator_reward, params, config.simulator_invalid_advantage)
     batches = [
         BatchOutcome(
             batch_id=batch_id,

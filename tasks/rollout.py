@@ -1,17 +1,27 @@
-"""Stage 2, rollout: the agent answers each fresh valid task k times (its GRPO group), plus a sample of the pool
-D_train and the generation's abstention tasks. These rollouts are generated once and feed both p̂ and the GRPO update;
-with dynamic sampling, pool and abstention tasks are drawn several times over and finetune keeps the groups whose
-rewards differ."""
+"""Stage 2, rollout: the agent answers each fresh valid task (p_hat_rollouts times: its p̂; the first
+rollouts_per_task are its GRPO group), plus draws of the pool D_train and of the generation's abstention tasks. These
+rollouts are generated once and feed both p̂ and the GRPO update. With dynamic sampling (DAPO), pool and abstention
+tasks are drawn again, round after round, until the groups whose rewards differ fill the intended batch."""
 
 from __future__ import annotations
 
+import math
+
 import polars as pl
 
-from genenv.curriculum.pools import draw, generation_rng, sampling_seed
-from genenv.models.sampling import SamplingSettings
+from genenv.curriculum.pools import (
+    Group,
+    abstentions_for_share,
+    draw,
+    generation_rng,
+    still_missing,
+)
+from genenv.domains.base import AbstainingDomain, Domain, TaskInstance
 from genenv.tasks.adapter_lineage import committed_checkpoints, reference_checkpoints
-from genenv.tasks.answers import answer_tasks
+from genenv.tasks.answers import answer_tasks, judge
 from genenv.tasks.context import (
+    GenerationRef,
+    agent_sampling,
     fresh_tasks,
     greedy_sampling,
     load_tasks,
@@ -22,10 +32,40 @@ from genenv.tasks.context import (
 from genenv.tasks.contract import Rollouts, TaskSet, generation_stage
 from genenv.tasks.staging import read_staged, staging_path, write_staged
 
+SPREAD_GUESS = 0.5
+"""A round draws the batch's shortfall over this: about half of the groups drawn show a reward spread."""
+
 
 def rollouts_staged(tasks: TaskSet) -> Rollouts | None:
     uri = staging_path(tasks.ref, "rollouts")
     return Rollouts(tasks.ref, uri=uri) if read_staged(uri) is not None else None
+
+
+def call_target(ref: GenerationRef, fresh: dict[str, TaskInstance]) -> int:
+    """The intended call groups: one per fresh task that asks for an action, plus pool_tasks_per_generation."""
+    return sum(not abstains(ref.domain, t) for t in fresh.values()) + ref.config.pool_tasks_per_generation
+
+
+def abstains(domain: Domain, task: TaskInstance) -> bool:
+    return isinstance(domain, AbstainingDomain) and domain.is_abstention(task)
+
+
+def groups_of(ref: GenerationRef, rows: pl.DataFrame, known: dict[str, TaskInstance]) -> dict[str, Group]:
+    """Each rolled-out task's GRPO group from scored rows (`reward`): its first rollouts_per_task rewards."""
+    first = rows.filter(pl.col("sample_index") < ref.config.rollouts_per_task).sort("task_id", "sample_index")
+    return {
+        task_id: Group(group["purpose"][0], abstains(ref.domain, known[task_id]), tuple(group["reward"]))
+        for (task_id,), group in first.group_by("task_id", maintain_order=True)
+    }
+
+
+def scored(ref: GenerationRef, answers: pl.DataFrame, known: dict[str, TaskInstance]) -> pl.DataFrame:
+    """`answers` with each one's R_agent, as verify will record it."""
+    domain = ref.domain
+    rewards = [
+        judge(domain, known[a["task_id"]], a["completion"], a["finished"]).reward for a in answers.iter_rows(named=True)
+    ]
+    return answers.with_columns(reward=pl.Series(rewards, dtype=pl.Float64))
 
 
 @generation_stage(done=rollouts_staged, gpu=True)
@@ -35,22 +75,48 @@ def rollout(tasks: TaskSet) -> Rollouts:
     known = load_tasks(ref)
     fresh = fresh_tasks(ref, known)
     pool = subset(known, pool_ids(ref, "train", ref.generation - 1))
-    draws = config.dynamic_sampling_draws if config.dynamic_sampling else 1
-    rng = generation_rng(config.seed, ref.generation, "pool")
-    sampled = draw(list(pool.values()), draws * config.pool_tasks_per_generation, rng)
-    abstentions = fresh_tasks(ref, known, origin="abstention")
-    work = [(t, "fresh") for t in fresh.values()] + [(t, "pool") for t in sampled]
-    work += [(t, "abstention") for t in abstentions.values()]
-    sampling = SamplingSettings(
-        max_new_tokens=config.agent_max_new_tokens,
-        temperature=config.agent_temperature,
-        top_p=config.agent_top_p,
-        seed=sampling_seed(config.seed, ref.generation, "agent"),
-    )
+    pool_order = draw(list(pool.values()), len(pool), generation_rng(config.seed, ref.generation, "pool"))
+    abstention_order = sorted(fresh_tasks(ref, known, origin="abstention").values(), key=_built_index)
+    target, share = call_target(ref, fresh), config.abstention_share
     backend = ref.runtime.backend(config, committed_checkpoints(ref, ref.generation - 1), reference_checkpoints(ref))
-    rollouts = answer_tasks(ref, backend, work, config.rollouts_per_task, sampling, "rollout")
+    samples = {"fresh": max(config.rollouts_per_task, config.p_hat_rollouts)}
+    samples |= {"pool": config.rollouts_per_task, "abstention": config.rollouts_per_task}
+
+    queues = {"pool": pool_order, "abstention": abstention_order}  # each purpose's draws, in order
+    drawn = {"pool": config.pool_tasks_per_generation, "abstention": abstentions_for_share(share, target)}
+    work = [(t, "fresh") for t in fresh.values()] + _next(queues, dict.fromkeys(queues, 0), drawn)
+    answered, groups = [], {}
+    rounds = config.dynamic_sampling_draws if config.dynamic_sampling else 1
+    for round_ in range(rounds):
+        answers = answer_tasks(ref, backend, work, samples, agent_sampling(config, ref.generation, round_), "rollout")
+        answered.append(answers)
+        groups |= groups_of(ref, scored(ref, answers, known), known)
+        missing = still_missing(groups, target, share, config.dynamic_sampling)
+        wanted = {purpose: math.ceil(count / SPREAD_GUESS) for purpose, count in zip(queues, missing, strict=True)}
+        work = _next(queues, drawn, wanted)
+        if not work or round_ + 1 == rounds:
+            break
+        drawn = {purpose: drawn[purpose] + wanted[purpose] for purpose in queues}
+    rollouts = pl.concat(answered)
     probes = [(t, "probe_before") for t in probe_set(ref, fresh)]
     before = answer_tasks(ref, backend, probes, 1, greedy_sampling(config), "probe before update")
     uri = write_staged(ref, "rollouts", pl.concat([rollouts, before]))
-    counts = {"fresh_tasks": len(fresh), "pool_tasks": len(sampled), "abstention_tasks": len(abstentions)}
-    return Rollouts(ref, {**counts, "rollouts": rollouts.height}, uri=uri)
+    counts = {f"{purpose}_tasks": min(drawn[purpose], len(queue)) for purpose, queue in queues.items()}
+    counts["fresh_tasks"] = len(fresh)
+    return Rollouts(ref, {**counts, "rollouts": rollouts.height, "rounds": len(answered)}, uri=uri)
+
+
+def _next(
+    queues: dict[str, list[TaskInstance]], start: dict[str, int], count: dict[str, int]
+) -> list[tuple[TaskInstance, str]]:
+    """The next `count` tasks of each purpose's queue, from `start`: fewer where a queue runs out."""
+    return [
+        (t, purpose)
+        for purpose, queue in queues.items()
+        for t in queue[start[purpose] : start[purpose] + count[purpose]]
+    ]
+
+
+def _built_index(task: TaskInstance) -> int:
+    """The order the generate stage built abstention tasks in ('.../abstention/<kind>/<index>'), kinds interleaved."""
+    return int(task.task_id.rpartition("/")[2])

@@ -1,8 +1,9 @@
 """The simulator's update inside the finetune stage: GRPO over each seed's variations, or the paper's RWR on D_env.
 
 GRPO (the default) trains on this generation's outputs as generated: the n variations of one seed are a group, each
-rewarded by its own R_env (rejected ones by `simulator_invalid_reward`), so the update moves the simulator towards the
-variations the agent solved nearer α and away from invalid ones. RWR is Algorithm 1's: weighted SFT on a draw of
+valid one rewarded by its own R_env and normalised among the group's valid ones, each rejected one pushed down by
+`simulator_invalid_advantage`, so the update moves the simulator towards the variations the agent solved nearer α
+and, apart from that, away from invalid ones. RWR is Algorithm 1's: weighted SFT on a draw of
 D_env, the in-band tasks of every generation so far, w ∝ exp(λ R_env).
 """
 
@@ -15,11 +16,12 @@ from collections.abc import Callable
 import polars as pl
 
 from genenv.config import ConfigError
-from genenv.curriculum.pools import draw, generation_rng, update_seed
-from genenv.models.grpo import GroupSample, group_advantages, grpo_update
+from genenv.curriculum.batches import simulator_advantages
+from genenv.curriculum.pools import draw, generation_rng, update_seed, whole_groups
+from genenv.models.grpo import GroupSample, grpo_update
 from genenv.models.policy import PolicyPair
 from genenv.models.rwr import encode_example, weighted_sft
-from genenv.tasks.context import GenerationRef, load_tasks, progress_bar
+from genenv.tasks.context import GenerationRef, load_tasks, progress_bar, simulator_sampling
 from genenv.tasks.training_log import training_rows
 
 
@@ -30,27 +32,40 @@ def train_simulator(ref: GenerationRef, policy: PolicyPair) -> list[dict]:
     return SIMULATOR_UPDATES[ref.config.simulator_update](ref, policy)
 
 
-def simulator_groups(ref: GenerationRef) -> list[GroupSample]:
-    """One sample per simulator output of this generation, grouped by seed batch, rewarded by its `batches` row."""
+def simulator_groups(ref: GenerationRef) -> tuple[list[GroupSample], list[float]]:
+    """One sample per simulator output of this generation, grouped by seed batch, rewarded by its `batches` row, with
+    its advantage: normalised among the group's scored outputs (valid ones and their repeats), the config's
+    simulator_invalid_advantage for a rejected one. At most `simulator_max_records` outputs, in whole groups drawn at
+    random where there are more."""
+    config = ref.config
     tasks = ref.warehouse.read("tasks", run_id=ref.run_id, generation=ref.generation).filter(origin="simulator")
     if tasks["simulator_completion_ids"].null_count():
         raise ConfigError(
             f"simulator_update: grpo trains on the simulator's token ids, and run {ref.run_id} generation "
             f"{ref.generation} stored its outputs before they were kept; continue it with simulator_update=rwr"
         )
-    units = ref.warehouse.read("batches", run_id=ref.run_id, generation=ref.generation)
-    rewards = dict(units.select("task_id", "generator_reward").drop_nulls("task_id").iter_rows())
-    return [
+    units = ref.warehouse.read("batches", run_id=ref.run_id, generation=ref.generation).drop_nulls("task_id")
+    scores = {row["task_id"]: row for row in units.iter_rows(named=True)}
+    sizes = dict(tasks["batch_id"].value_counts().iter_rows())
+    kept = whole_groups(sizes, config.simulator_max_records, generation_rng(config.seed, ref.generation, "sim-groups"))
+    rows = [row for row in tasks.sort("task_id").iter_rows(named=True) if row["batch_id"] in kept]
+    samples = [
         GroupSample(
-            row["simulator_prompt_ids"], row["simulator_completion_ids"], rewards[row["task_id"]], row["batch_id"]
+            row["simulator_prompt_ids"],
+            row["simulator_completion_ids"],
+            scores[row["task_id"]]["generator_reward"],
+            row["batch_id"],
         )
-        for row in tasks.sort("task_id").iter_rows(named=True)
+        for row in rows
     ]
+    rewards = [None if scores[r["task_id"]]["p_hat"] is None else s.reward for r, s in zip(rows, samples, strict=True)]
+    advantages = simulator_advantages([s.group for s in samples], rewards, config.simulator_invalid_advantage)
+    return samples, advantages
 
 
 def grpo_simulator(ref: GenerationRef, policy: PolicyPair) -> list[dict]:
     config = ref.config
-    samples = simulator_groups(ref)
+    samples, advantages = simulator_groups(ref)
     steps = config.simulator_epochs * math.ceil(len(samples) / config.simulator_minibatch_size)
     with progress_bar(f"g{ref.generation} GRPO simulator", steps, unit="step") as bar:
         records = ref.runtime.fit(
@@ -64,9 +79,11 @@ def grpo_simulator(ref: GenerationRef, policy: PolicyPair) -> list[dict]:
             minibatch_size=config.simulator_minibatch_size,
             micro_batch_size=config.train_batch_size,
             seed=update_seed(config.seed, ref.generation),
+            temperature=simulator_sampling(config, ref.generation).logprob_temperature,
+            advantages=advantages,
             progress=bar.update,
         )
-    return training_rows(ref, "simulator", "grpo", records, config.simulator_lr, group_advantages(samples))
+    return training_rows(ref, "simulator", "grpo", records, config.simulator_lr, advantages)
 
 
 def simulator_records(ref: GenerationRef) -> list[tuple[list[dict], str, float]]:

@@ -136,7 +136,7 @@ class Batches(_Strict):
     p_hat: float | None = pa.Field(nullable=True, ge=0, le=1)
     reward_name: str
     generator_reward: float
-    """R_env of p̂; for a rejected output (reward_scope=task) simulator_invalid_reward; for a batch with no valid
+    """R_env of p̂; for a rejected output (reward_scope=task) simulator_invalid_advantage; for a batch with no valid
     variation 0."""
     in_band: bool
     rwr_weight: float = pa.Field(ge=0)

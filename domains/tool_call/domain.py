@@ -10,13 +10,13 @@ import dataclasses
 import json
 import re
 import string
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from importlib import resources
 from typing import Any
 
 from genenv.domains import decontamination
-from genenv.domains.base import Candidate, Messages, TaskInstance, ValidationContext, Verdict
-from genenv.domains.tool_call import grounding, intent, prompts
+from genenv.domains.base import AbstentionBuilder, Candidate, Messages, TaskInstance, ValidationContext, Verdict
+from genenv.domains.tool_call import abstention, grounding, prompts
 from genenv.domains.tool_call.calls import Call, ParseError, canonical_calls, format_calls, parse_calls
 from genenv.domains.tool_call.checker import check, decode, possible_answers
 from genenv.domains.tool_call.schema import schema_error
@@ -172,29 +172,26 @@ class ToolCallDomain:
     def is_abstention(self, task: TaskInstance) -> bool:
         return not parse_calls(task.answer)
 
+    def abstains(self, output: str) -> bool:
+        """The answer decodes as no call (`[]`): BFCL's irrelevance verdict for it would be "no call made"."""
+        try:
+            return not decode(output)
+        except ParseError:
+            return False
+
     def abstention_task(self, offered: TaskInstance, request: TaskInstance, task_id: str) -> TaskInstance | None:
-        """`request`'s question offered only `offered`'s functions, answered `[]` (BFCL's irrelevance): valid when
-        none of the offered functions shares a name or a namespace (`weather.`) with the calls that serve the request,
-        and the request speaks for none of them (intent.mismatch)."""
-        calls = parse_calls(request.answer)
-        functions = offered.spec["functions"]
-        question = request.spec["question"]
-        needed = {call.name for call in calls} | {_namespace(call.name) for call in calls}
-        given = {f["name"] for f in functions} | {_namespace(f["name"]) for f in functions}
-        if not calls or needed & given or intent.mismatch([], functions, question):
-            return None
-        return TaskInstance(task_id, {"functions": functions, "question": question}, "[]", offered.family)
+        """`request`'s question offered only `offered`'s unrelated functions, answered `[]` (abstention.unrelated)."""
+        return abstention.unrelated(offered, request, task_id)
+
+    def abstention_builders(self, pool: Sequence[TaskInstance]) -> dict[str, AbstentionBuilder]:
+        """Unrelated functions, a function of the same namespace, a request without a required value (abstention.py)."""
+        return abstention.builders(pool)
 
     def benchmark_texts(self, benchmarks_dir: str) -> Iterable[str]:
         return decontamination.benchmark_texts(benchmarks_dir)
 
     def benchmark_sets(self, benchmarks_dir: str) -> dict[str, str | None]:
         return decontamination.set_status(benchmarks_dir)
-
-
-def _namespace(name: str) -> str:
-    """'weather.get_forecast' -> 'weather.'; a name without a dot is its own namespace."""
-    return name.rpartition(".")[0] + "." if "." in name else name
 
 
 def _split_request_answer(raw: str) -> tuple[str, str]:

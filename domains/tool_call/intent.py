@@ -36,11 +36,25 @@ STOPWORDS = frozenset(map(stem, _STOPWORDS_TEXT.split())) | frozenset(NUMBER_WOR
 def mismatch(calls: list[Call], functions: list[dict[str, Any]], request: str) -> bool:
     """True when the request speaks for an offered function that is not called and not for a called one; for the
     answer `[]` (no function fits), when it speaks for any offered function."""
-    said = _keys(words(request))
-    fits = {f["name"]: bool(keywords(f) & said) for f in functions}
+    heard = said(request)
+    fits = {f["name"]: bool(keywords(f) & heard) for f in functions}
     called = {call.name for call in calls}
     others_fit = any(fit for name, fit in fits.items() if name not in called)
     return others_fit and (not called or not all(fits[name] for name in called))
+
+
+def said(request: str) -> set[str]:
+    """The keyword keys of the request's words (stop words and numbers left out)."""
+    return _keys(words(request))
+
+
+def speaks_only_for(request: str, called: list[dict[str, Any]], offered: list[dict[str, Any]]) -> bool:
+    """The request speaks for the `called` functions by a keyword the `offered` ones lack, and for none of the offered
+    ones by a keyword the called ones lack: keywords they share (a namespace's "weather") decide nothing."""
+    heard = said(request)
+    called_keys = frozenset().union(*map(keywords, called))
+    offered_keys = frozenset().union(*map(keywords, offered))
+    return bool(heard & (called_keys - offered_keys)) and not heard & (offered_keys - called_keys)
 
 
 def keywords(function: dict[str, Any]) -> frozenset[str]:

@@ -29,7 +29,7 @@ def test_defaults_follow_the_paper():
         ({"reward_scope": "seed"}, "reward_scope"),
         ({"simulator_update": "ppo"}, "simulator_update"),
         ({"reward_scope": "batch"}, "simulator_update"),  # grpo needs a reward per task
-        ({"simulator_invalid_reward": "0.5"}, "simulator_invalid_reward"),
+        ({"simulator_invalid_advantage": "0.5"}, "simulator_invalid_advantage"),
         ({"simulator_minibatch_size": "0"}, "simulator_minibatch_size"),
     ],
 )

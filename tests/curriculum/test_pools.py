@@ -1,50 +1,94 @@
 import random
+from collections import Counter
 
-from genenv.curriculum.pools import abstention_tasks, dense_groups, intended_abstentions
+from genenv.curriculum.pools import (
+    GROUP_KINDS,
+    Group,
+    abstention_tasks,
+    abstentions_for_share,
+    select_groups,
+    still_missing,
+)
 from genenv.domains.base import get_domain
 from genenv.domains.tool_call.calls import parse_calls
 
 TOOL_CALL = get_domain("tool_call")
 
 
-def test_intended_abstentions_make_their_share_of_the_batch():
-    assert intended_abstentions(0.2, 16) == 4  # 4 of 20 groups
-    assert intended_abstentions(0.0, 16) == 0
-    assert intended_abstentions(0.5, 6) == 6
-    assert intended_abstentions(0.2, 2) == 1  # rounded up: a small batch still holds one
+def test_abstentions_make_their_share_of_the_batch():
+    assert abstentions_for_share(0.2, 16) == 4  # 4 of 20 groups
+    assert abstentions_for_share(0.0, 16) == 0
+    assert abstentions_for_share(0.5, 6) == 6
+    assert abstentions_for_share(0.1, 9) == 1  # 1 of 10
+    assert abstentions_for_share(0.1, 4) == 0  # 0.44 rounds down: the share holds on average, not in excess
 
 
-def test_dense_groups_keep_groups_whose_rewards_differ_up_to_each_purposes_count():
+def group(purpose: str, abstains: bool, *rewards: float) -> Group:
+    return Group(purpose, abstains, tuple(rewards))
+
+
+def test_abstention_is_a_share_of_what_is_trained_whatever_its_source():
+    """Abstaining groups of every source (fresh `[]` tasks, pool `[]` tasks, constructed ones) come under one cap,
+    counted on the call groups that are trained, after dynamic sampling dropped those with equal rewards."""
     groups = {
-        "f1": ("fresh", [1.0, 0.0]),
-        "f2": ("fresh", [1.0, 1.0]),
-        "f3": ("fresh", [0.0, 1.0]),
-        **{f"p{i}": ("pool", [0.0, 1.0] if i % 2 else [0.0, 0.0]) for i in range(10)},
-        "a1": ("abstention", [1.0, 1.0]),
-        "a2": ("abstention", [1.0, 0.0]),
+        **{f"f{i}": group("fresh", False, 1.0, 0.0) for i in range(4)},
+        "f-equal": group("fresh", False, 0.0, 0.0),
+        **{f"p{i}": group("pool", False, 0.0, 1.0) for i in range(10)},
+        "f-abstain": group("fresh", True, 1.0, 0.0),
+        "p-abstain": group("pool", True, 0.0, 1.0),
+        **{f"a{i}": group("abstention", True, 1.0, 0.0) for i in range(5)},
     }
-    kept = dense_groups(groups, {"fresh": None, "pool": 3, "abstention": 2}, random.Random(0))
-    assert {"f1", "f3", "a2"} <= set(kept) and "f2" not in kept and "a1" not in kept
-    pool = [g for g in kept if g.startswith("p")]
-    assert len(pool) == 3 and all(int(g[1:]) % 2 for g in pool)
-    assert kept == dense_groups(groups, {"fresh": None, "pool": 3, "abstention": 2}, random.Random(0))
-    assert len(dense_groups(groups, {"pool": None}, random.Random(0))) == 2 + 5 + 1
+    kept = select_groups(groups, call_target=9, share=0.1, rng=random.Random(0))
+    calls = [i for i in kept if not groups[i].abstains]
+    assert {"f0", "f1", "f2", "f3"} <= set(kept) and "f-equal" not in kept
+    assert len(calls) == 9  # 4 fresh call groups with a spread, then 5 pool ones fill the intended count
+    assert len(kept) - len(calls) == 1  # 10% of 10 trained groups
+    assert kept == select_groups(groups, call_target=9, share=0.1, rng=random.Random(0))
+    assert still_missing(groups, 9, 0.1) == (0, 0)
+    assert still_missing(groups, 20, 0.1) == (6, 0)  # 14 call groups have a spread; 2 abstaining of them is 12.5%
+    everything = select_groups(groups, call_target=30, share=0.5, rng=random.Random(0), dense=False)
+    assert "f-equal" in everything and len(everything) == 15 + 7  # no spread needed, the cap is 15 of 30
+
+
+def test_group_kinds():
+    assert [
+        group(purpose, abstains, 0.0).kind
+        for purpose, abstains in [
+            ("fresh", False),
+            ("fresh", True),
+            ("pool", False),
+            ("pool", True),
+            ("abstention", True),
+        ]
+    ] == list(GROUP_KINDS)
 
 
 def test_abstention_tasks_offer_functions_that_cannot_serve_the_request():
     seeds = TOOL_CALL.load_seeds()
-    built = abstention_tasks(
-        seeds, 40, random.Random(0), lambda o, r, i: TOOL_CALL.abstention_task(o, r, f"x{i}"), TOOL_CALL.dedup_key
-    )
-    assert len(built) == 40 and len({TOOL_CALL.dedup_key(t) for t in built}) == 40
-    questions = {s.spec["question"]: s for s in seeds}
-    for task in built:
+    kinds = TOOL_CALL.abstention_builders(seeds)
+    builders = [lambda rng, i, kind=kind: kinds[kind](rng, f"{kind}/{i}") for kind in kinds]
+    built = abstention_tasks(60, random.Random(0), builders, lambda b: TOOL_CALL.dedup_key(b[0]))
+    assert len(built) == 60 and len({TOOL_CALL.dedup_key(t) for t, _ in built}) == 60
+    assert Counter(t.task_id.split("/")[0] for t, _ in built) == {kind: 20 for kind in kinds}
+    by_id = {s.task_id: s for s in seeds}
+    for task, source_id in built:
         assert task.answer == "[]" and TOOL_CALL.is_abstention(task)
-        source = questions[task.spec["question"]]  # a real training request, whose calls need other functions
-        offered = {f["name"] for f in task.spec["functions"]}
-        assert not TOOL_CALL.is_abstention(source)
-        assert offered.isdisjoint(call.name for call in parse_calls(source.answer))
         assert TOOL_CALL.verify("[]", task).reward == 1.0
+        offered = {f["name"] for f in task.spec["functions"]}
+        source = by_id[source_id]
+        assert offered == {f["name"] for f in source.spec["functions"]}
+        kind = task.task_id.split("/")[0]
+        if kind == "missing_value":  # its own functions, a request that no longer states a required value
+            assert task.spec["question"] != source.spec["question"] and not TOOL_CALL.is_abstention(source)
+            assert " something" in task.spec["question"] or " some" in task.spec["question"]
+            continue
+        request = next(
+            s for s in seeds if s.spec["question"] == task.spec["question"] and not TOOL_CALL.is_abstention(s)
+        )
+        called = {call.name for call in parse_calls(request.answer)}
+        assert offered.isdisjoint(called)  # a real training request, whose calls need other functions
+        spaces = {name.split(".")[0] for name in offered} & {name.split(".")[0] for name in called}
+        assert bool(spaces) == (kind == "same_family")
 
 
 def test_a_request_its_functions_can_serve_is_no_abstention():
@@ -61,6 +105,8 @@ def test_a_request_its_functions_can_serve_is_no_abstention():
     assert TOOL_CALL.abstention_task(same_namespace, calls, "x") is None
 
 
-def test_too_few_workable_pairs_give_fewer_tasks_without_hanging():
-    seeds = TOOL_CALL.load_seeds()[:1]
-    assert abstention_tasks(seeds, 5, random.Random(0), lambda o, r, i: None, str) == []
+def test_too_few_workable_draws_give_fewer_tasks_without_hanging():
+    assert abstention_tasks(5, random.Random(0), [lambda rng, i: None], str) == []
+    one_call = [s for s in TOOL_CALL.load_seeds() if not TOOL_CALL.is_abstention(s)][:1]
+    kinds = TOOL_CALL.abstention_builders(one_call)
+    assert kinds["unrelated"](random.Random(0), "x") is None and kinds["same_family"](random.Random(0), "x") is None

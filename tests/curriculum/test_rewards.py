@@ -1,18 +1,20 @@
 import math
+import random
 
 import pytest
 
-from genenv.curriculum.batches import BatchOutcome, TaskOutcome, score_batches, score_tasks
+from genenv.curriculum.batches import BatchOutcome, TaskOutcome, score_batches, score_tasks, simulator_advantages
 from genenv.curriculum.generator_rewards import (
     CurriculumParams,
     absolute_zero_reward,
     alpha_curriculum_reward,
+    alpha_linear_reward,
     in_band,
     r_zero_reward,
     rwr_weights,
     success_rate,
 )
-from genenv.curriculum.pools import draw, generation_rng, grow_pool, is_heldout
+from genenv.curriculum.pools import draw, generation_rng, grow_pool, is_heldout, whole_groups
 
 PAPER = CurriculumParams(alpha=0.5, beta=2.0, k_min=0.1, rwr_lambda=1.0)
 
@@ -135,3 +137,33 @@ def test_draws_are_seeded_and_bounded():
     assert draw(items, 4, generation_rng(0, 1, "seeds")) == draw(items, 4, generation_rng(0, 1, "seeds"))
     assert draw(items, 4, generation_rng(0, 1, "seeds")) != draw(items, 4, generation_rng(0, 2, "seeds"))
     assert sorted(draw(items, 50, generation_rng(0, 1, "x"))) == items
+
+
+def test_alpha_linear_separates_in_band_from_extreme_tasks_by_a_whole_unit():
+    assert alpha_linear_reward(0.5, PAPER) == 1.0
+    assert alpha_linear_reward(0.0, PAPER) == alpha_linear_reward(1.0, PAPER) == 0.0
+    assert alpha_linear_reward(0.4, PAPER) == pytest.approx(0.8)
+    skewed = CurriculumParams(alpha=0.3)
+    assert alpha_linear_reward(1.0, skewed) == 0.0 and alpha_linear_reward(0.0, skewed) == pytest.approx(1 - 0.3 / 0.7)
+
+
+def test_simulator_advantages_are_normalised_among_valid_outputs_and_invalid_ones_get_their_penalty():
+    groups = ["a", "a", "a", "a", "b", "b", "c"]
+    rewards = [1.0, 0.5, None, None, 0.8, 0.8, None]
+    advantages = simulator_advantages(groups, rewards, invalid_advantage=-1.0)
+    spread = math.sqrt(((1.0 - 0.75) ** 2 + (0.5 - 0.75) ** 2) / 1)
+    assert advantages[:2] == pytest.approx([0.25 / (spread + 1e-4), -0.25 / (spread + 1e-4)])
+    assert advantages[2:4] == [-1.0, -1.0]
+    assert advantages[4:6] == [0.0, 0.0]  # equal valid rewards: no difficulty signal, whatever the invalid ones did
+    assert advantages[6] == -1.0
+    # The valid task farthest from α is pushed down; normalised over all three outputs with the rejected one at -1
+    # (the update before issue 46) it was pushed up: 0.61 is above the mean of 0.61, 1.0 and -1.
+    assert simulator_advantages(["a"] * 3, [0.61, 1.0, None], -1.0)[0] < 0 < 0.61 - (0.61 + 1.0 - 1.0) / 3
+
+
+def test_whole_groups_stay_under_the_cap():
+    sizes = {"b0": 4, "b1": 4, "b2": 4, "b3": 3}
+    kept = whole_groups(sizes, 9, random.Random(0))
+    assert sum(sizes[g] for g in kept) <= 9 and len(kept) == 2
+    assert whole_groups(sizes, 100, random.Random(0)) == set(sizes)
+    assert len(whole_groups(sizes, 1, random.Random(0))) == 1  # at least one group

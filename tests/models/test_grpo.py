@@ -32,19 +32,20 @@ def samples(rewards_a: list[float], rewards_b: list[float]) -> list[GroupSample]
     return rows
 
 
-def token_logprobs(policy: PolicyPair, sample: GroupSample) -> torch.Tensor:
-    """Straightforward unbatched log-softmax at each completion token [c, V], for the active adapter."""
+def token_logprobs(policy: PolicyPair, sample: GroupSample, temperature: float = 1.0) -> torch.Tensor:
+    """Straightforward unbatched log-softmax at each completion token [c, V] of the sampling distribution at
+    `temperature`, for the active adapter."""
     ids = torch.tensor([sample.prompt_ids + sample.completion_ids])
     with torch.no_grad():
-        return policy.model(ids).logits[0, :-1].log_softmax(-1)[len(sample.prompt_ids) - 1 :]
+        return (policy.model(ids).logits[0, :-1] / temperature).log_softmax(-1)[len(sample.prompt_ids) - 1 :]
 
 
 def chosen(log_probs: torch.Tensor, sample: GroupSample) -> torch.Tensor:
     return log_probs.gather(-1, torch.tensor(sample.completion_ids).unsqueeze(-1)).squeeze(-1)
 
 
-def token_logp(policy: PolicyPair, sample: GroupSample) -> torch.Tensor:
-    return chosen(token_logprobs(policy, sample), sample)
+def token_logp(policy: PolicyPair, sample: GroupSample, temperature: float = 1.0) -> torch.Tensor:
+    return chosen(token_logprobs(policy, sample, temperature), sample)
 
 
 def completion_logp(policy: PolicyPair, sample: GroupSample) -> float:
@@ -207,9 +208,9 @@ def test_the_first_steps_rows_are_not_forwarded_twice(policy: PolicyPair, monkey
     forwarded = {"no_grad": 0, "grad": 0}
     inner = policy.completion_token_logprobs
 
-    def counted(prompts, completions):
+    def counted(prompts, completions, temperature=1.0):
         forwarded["grad" if torch.is_grad_enabled() else "no_grad"] += len(prompts)
-        return inner(prompts, completions)
+        return inner(prompts, completions, temperature)
 
     monkeypatch.setattr(policy, "completion_token_logprobs", counted)
     records = grpo_update(policy, "agent", rows, lr=0.1, kl_coef=0.0, epochs=1, minibatch_size=4, micro_batch_size=8)
@@ -218,18 +219,22 @@ def test_the_first_steps_rows_are_not_forwarded_twice(policy: PolicyPair, monkey
     assert records[1]["approx_kl"] > 0.0, "the second step's rows are scored against the weights before the first"
 
 
-def test_loss_and_metrics_match_a_direct_computation(policy: PolicyPair, tiny_model_dir: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("temperature", [1.0, 0.7])
+def test_loss_and_metrics_match_a_direct_computation(
+    policy: PolicyPair, tiny_model_dir: Path, tmp_path: Path, temperature: float
+) -> None:
     """Step 1 of a 2-step call, recomputed row by row: ratio to the weights before the call, clip, k3 to the
-    reference adapter, dapo normalisation, and TRL's clip_ratio; the reference differs from the start adapter."""
+    reference adapter, dapo normalisation, and TRL's clip_ratio; the reference differs from the start adapter.
+    Every log-probability is the sampling distribution's, at the temperature the rows were sampled at."""
     eps, kl_coef = 0.2, 0.1
     rows = samples([1.0, 0.0, 0.0, 1.0], [1.0, 0.0, 0.5])
     advantages = group_advantages(rows)
     perturb(policy, "agent", seed=1)
     policy.activate("agent")
-    ref = [token_logp(policy, r) for r in rows]
+    ref = [token_logp(policy, r, temperature) for r in rows]
     policy.save_adapter("agent", tmp_path / "ref")
     perturb(policy, "agent", seed=2)
-    old = [token_logp(policy, r) for r in rows]
+    old = [token_logp(policy, r, temperature) for r in rows]
     policy.save_adapter("agent", tmp_path / "start")
     pair = PolicyPair.load(
         tiny_model_dir, LoraSettings(), {"agent": tmp_path / "start"}, references={"agent": tmp_path / "ref"}
@@ -252,7 +257,7 @@ def test_loss_and_metrics_match_a_direct_computation(policy: PolicyPair, tiny_mo
     expected: list[dict[str, float]] = []
 
     def before_next_step(_: int) -> None:
-        log_probs = [token_logprobs(pair, r) for r in rows]
+        log_probs = [token_logprobs(pair, r, temperature) for r in rows]
         logp = [chosen(lp, r) for lp, r in zip(log_probs, rows, strict=True)]
         expected.append(direct(logp, [-(lp.exp() * lp).sum(-1) for lp in log_probs]))
 
@@ -266,6 +271,7 @@ def test_loss_and_metrics_match_a_direct_computation(policy: PolicyPair, tiny_mo
         minibatch_size=len(rows),
         micro_batch_size=3,
         clip_epsilon=eps,
+        temperature=temperature,
         progress=before_next_step,
     )
     second = records[1]
@@ -279,6 +285,19 @@ def test_loss_and_metrics_match_a_direct_computation(policy: PolicyPair, tiny_mo
     tokens = sum(len(r.completion_ids) for r in rows)
     k3_start = sum((torch.exp(f - o) - (f - o) - 1).sum().item() for f, o in zip(ref, old, strict=True))
     assert records[0]["kl"] == pytest.approx(k3_start / tokens, rel=1e-4)
+
+
+def test_given_advantages_replace_the_group_normalised_ones(policy: PolicyPair, snapshot, unchanged) -> None:
+    """The simulator's advantages come from outside (normalised among valid outputs): rewards that differ with zero
+    advantages leave the adapter alone, equal rewards with advantages train it, in their direction."""
+    rows = samples([1.0, 0.0, 0.0, 1.0], [])
+    before = snapshot(policy, "agent")
+    [record] = grpo_update(policy, "agent", rows, lr=0.1, kl_coef=0.0, advantages=[0.0] * 4)
+    assert record["skipped"] and unchanged(before, snapshot(policy, "agent"))
+    equal = samples([1.0, 1.0, 1.0, 1.0], [])
+    start = completion_logp(policy, equal[0])
+    grpo_update(policy, "agent", equal, lr=0.05, kl_coef=0.0, advantages=[1.0, -1.0, -1.0, -1.0])
+    assert completion_logp(policy, equal[0]) > start
 
 
 def test_kl_is_to_the_reference_adapter(policy: PolicyPair, tiny_model_dir: Path, tmp_path: Path) -> None:

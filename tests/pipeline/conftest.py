@@ -25,6 +25,7 @@ def small_config(model_dir, data_dir) -> GenEnvConfig:
         seeds_per_generation=3,
         variations_per_seed=2,
         rollouts_per_task=2,
+        p_hat_rollouts=3,
         pool_tasks_per_generation=2,
         simulator_max_new_tokens=24,
         agent_max_new_tokens=12,

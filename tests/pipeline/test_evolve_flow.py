@@ -8,7 +8,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from genenv.models.grpo import GroupSample, group_advantages
+from genenv.curriculum.batches import simulator_advantages
+from genenv.curriculum.pools import GROUP_KINDS, abstentions_for_share
+from genenv.domains.base import REPEAT
 from genenv.warehouse.query import query
 from genenv.warehouse.schemas import GENERATION_TABLES
 
@@ -40,7 +42,7 @@ def test_tasks_keep_every_simulator_output_with_a_reason(finished_run):
         assert fresh.height == config.seeds_per_generation * config.variations_per_seed
         assert fresh["raw_output"].null_count() == 0
         assert (fresh["valid"] == fresh["reject_reason"].is_null()).all()
-        assert set(fresh["reject_reason"].drop_nulls()) <= set(REJECT_REASONS)
+        assert set(fresh["reject_reason"].drop_nulls()) <= {*REJECT_REASONS, REPEAT}
     assert tasks["task_id"].n_unique() == tasks.height
 
 
@@ -57,12 +59,13 @@ def test_trajectories_match_the_rollout_plan(finished_run):
             assert set(t["purpose"]) == {"heldout"}
             continue
         valid_fresh = tasks.filter(generation=g, valid=True, origin="simulator").height
-        assert t.filter(purpose="fresh").height == valid_fresh * k
-        drawn = config.dynamic_sampling_draws * config.pool_tasks_per_generation
-        assert t.filter(purpose="pool").height == drawn * k
+        assert t.filter(purpose="fresh").height == valid_fresh * max(k, config.p_hat_rollouts)
+        pool = t.filter(purpose="pool")  # the first round's draw, and more while the batch lacked groups with a spread
+        assert pool.height % k == 0 and pool.height >= config.pool_tasks_per_generation * k
+        assert (pool.group_by("task_id").len()["len"] == k).all()
         abstentions = tasks.filter(generation=g, origin="abstention")
         assert abstentions.height >= 1 and (abstentions["answer"] == "[]").all()
-        assert t.filter(purpose="abstention").height == abstentions.height * k
+        assert t.filter(purpose="abstention").height <= abstentions.height * k
     assert trajectories["trajectory_id"].n_unique() == trajectories.height
     assert ((trajectories["reward"] >= 0) & (trajectories["reward"] <= 1)).all()
     assert (trajectories["solved"] == (trajectories["reward"] >= config.solved_threshold)).all()
@@ -75,17 +78,23 @@ def test_trajectories_match_the_rollout_plan(finished_run):
 
 
 def test_every_simulator_output_is_scored_by_its_own_rollouts(finished_run):
-    """reward_scope=task: one `batches` row per output; p̂ is the share of that task's k fresh rollouts solved."""
+    """reward_scope=task: one `batches` row per output; p̂ is the share of that task's fresh rollouts solved."""
     config, run_id, warehouse = finished_run
     tasks = warehouse.read("tasks", run_id=run_id).filter(origin="simulator")
     units = warehouse.read("batches", run_id=run_id)
     fresh = warehouse.read("trajectories", run_id=run_id).filter(purpose="fresh")
     success = dict(fresh.group_by("task_id").agg(pl.col("solved").cast(pl.Float64).mean()).iter_rows())
     assert sorted(units["task_id"]) == sorted(tasks["task_id"])
-    for u in units.join(tasks.select("task_id", "batch_id", "valid"), on=["task_id", "batch_id"]).iter_rows(named=True):
-        assert u["n_variations"] == 1 and u["n_valid"] == int(u["valid"])
-        if not u["valid"]:
-            assert u["p_hat"] is None and u["generator_reward"] == config.simulator_invalid_reward and not u["in_band"]
+    outputs = tasks.select("task_id", "batch_id", "valid", "reject_reason")
+    for u in units.join(outputs, on=["task_id", "batch_id"]).iter_rows(named=True):
+        repeat = u["reject_reason"] == REPEAT  # shares the verdict of the same output written before it
+        assert u["n_variations"] == 1 and u["n_valid"] == int(u["valid"] or repeat)
+        if repeat:
+            assert u["p_hat"] in success.values()
+        elif not u["valid"]:
+            assert (
+                u["p_hat"] is None and u["generator_reward"] == config.simulator_invalid_advantage and not u["in_band"]
+            )
         else:
             assert u["p_hat"] == pytest.approx(success[u["task_id"]])
             assert u["generator_reward"] == pytest.approx(math.exp(-config.beta * (u["p_hat"] - config.alpha) ** 2))
@@ -135,7 +144,8 @@ def test_both_models_trained_every_generation(finished_run):
 
 def test_the_simulator_learns_from_each_seeds_variations(finished_run):
     """simulator_update=grpo: every output of the generation is a row, the seed's variations a group; the logged
-    weight spread is that of the group-normalised advantages of the `batches` rewards."""
+    weight spread is that of the advantages of the `batches` rewards, normalised among each group's scored outputs,
+    the rejected ones at simulator_invalid_advantage."""
     config, run_id, warehouse = finished_run
     tasks = warehouse.read("tasks", run_id=run_id).filter(origin="simulator")
     assert tasks["simulator_completion_ids"].null_count() == tasks["simulator_prompt_ids"].null_count() == 0
@@ -146,8 +156,8 @@ def test_the_simulator_learns_from_each_seeds_variations(finished_run):
         outputs = units.height
         assert set(steps["phase"]) == {"grpo"}
         assert steps.height == config.simulator_epochs * math.ceil(outputs / config.simulator_minibatch_size)
-        samples = [GroupSample([1], [2], r, b) for b, r in units.select("batch_id", "generator_reward").iter_rows()]
-        advantages = group_advantages(samples)
+        rewards = [None if p is None else r for p, r in units.select("p_hat", "generator_reward").iter_rows()]
+        advantages = simulator_advantages(units["batch_id"].to_list(), rewards, config.simulator_invalid_advantage)
         assert steps["weight_min"].to_list() == pytest.approx([min(advantages)] * steps.height)
         assert steps["weight_max"].to_list() == pytest.approx([max(advantages)] * steps.height)
         assert steps["weight_median"][0] == pytest.approx(statistics.median(advantages))
@@ -215,3 +225,18 @@ def test_every_generation_runs_on_the_models_evolve_holds(finished_run):
         runs = client.read_flow_runs(flow_run_filter=FlowRunFilter(name=FlowRunFilterName(any_=names)))
     assert sorted(run.name for run in runs) == names
     assert {run.parameters["runtime"] for run in runs} == {"<ModelRuntime>"}
+
+
+def test_abstention_is_held_to_its_share_of_the_trained_groups(finished_run):
+    """The summary's trained groups by kind: abstaining groups of any source (fresh or pool `[]` tasks, constructed
+    ones) are at most `abstention_share` of the calls trained, and what the agent abstains on is logged."""
+    config, run_id, warehouse = finished_run
+    for g in (1, 2):
+        metrics = json.loads(warehouse.committed(run_id).filter(generation=g)["metrics"][0])
+        trained = metrics["trained_kinds"]
+        assert set(trained) == set(GROUP_KINDS) and sum(trained.values()) == metrics["groups_trained"]
+        calls = trained["fresh_call"] + trained["pool_call"]
+        abstaining = trained["fresh_abstain"] + trained["pool_abstain"] + trained["constructed"]
+        assert abstaining <= abstentions_for_share(config.abstention_share, calls)
+        assert all(metrics["drawn_kinds"][kind] >= trained[kind] for kind in GROUP_KINDS)
+        assert {f"abstained_{p}" for p in ("fresh", "probe_before", "probe_after", "heldout")} <= set(metrics)

@@ -1,5 +1,5 @@
 """The stage-level parts of the learning signal, on a real warehouse and without models: what the simulator is
-told, which seeds are held out, and which adapters the KL terms are anchored to."""
+told, which seeds are held out, which adapters the KL terms are anchored to, how answers and repeats are scored."""
 
 import json
 
@@ -7,10 +7,13 @@ import polars as pl
 import pytest
 
 from genenv.config import GenEnvConfig
+from genenv.domains.base import REPEAT, Candidate, ValidationContext, get_domain
 from genenv.runtime.handle import ModelRuntime
 from genenv.tasks.adapter_lineage import reference_checkpoints
-from genenv.tasks.context import GenerationRef
-from genenv.tasks.generate import recent_success_rate
+from genenv.tasks.answers import judge
+from genenv.tasks.context import GenerationRef, load_tasks
+from genenv.tasks.generate import family_success_rates, recent_success_rate, repeat_of_this_generation
+from genenv.tasks.rewards import shared_verdicts
 from genenv.tasks.run_records import register_run
 from genenv.tasks.seed import seed_pool
 from genenv.warehouse.store import Warehouse
@@ -90,3 +93,87 @@ def test_the_replay_anchor_draws_gold_training_tasks_a_quarter_of_them_abstentio
     assert sum(t.answer == "[]" for t in chosen) == 4  # 31 of 229 training seeds abstain; the replay holds a quarter
     assert [t.task_id for t in replay_tasks(later)] == [t.task_id for t in chosen]
     assert replay_tasks(_run(tmp_path / "off", heldout_fraction=0.2)) == []
+
+
+def test_an_answer_cut_off_at_the_token_cap_scores_zero_on_every_kind_of_task():
+    """Before, text that does not decode as a call scored 1 on an abstention task even when cut off mid-call, so the
+    cap rewarded short answers; now the cap costs the same on both kinds."""
+    domain = get_domain("tool_call")
+    seeds = domain.load_seeds()
+    abstention = next(s for s in seeds if domain.is_abstention(s))
+    call = next(s for s in seeds if not domain.is_abstention(s))
+    cut = call.answer[: len(call.answer) // 2]
+    assert judge(domain, abstention, cut, finished=True).reward == 1.0
+    assert judge(domain, abstention, cut, finished=False).reward == 0.0
+    assert judge(domain, call, call.answer, finished=True).reward == 1.0
+    assert judge(domain, call, call.answer, finished=False).reward == 0.0
+
+
+def test_a_repeat_of_this_generation_shares_its_verdict_and_a_repeat_of_an_earlier_one_is_a_duplicate(tmp_path):
+    ref = _run(tmp_path)
+    domain = ref.domain
+    seed = next(s for s in domain.load_seeds() if not domain.is_abstention(s))
+    written: set[str] = set()
+    first = repeat_of_this_generation(domain, Candidate("raw", seed), written)
+    again = repeat_of_this_generation(domain, Candidate("raw", seed), written)
+    assert first.valid and again.reject_reason == REPEAT
+    earlier = domain.validate(Candidate("raw", seed), ValidationContext(seen_keys=written))
+    assert earlier.reject_reason == "duplicate"
+    row = {"spec_json": json.dumps(seed.spec), "answer": seed.answer, "family": seed.family}
+    per_task = pl.DataFrame(
+        [
+            {"task_id": "b0/v0", **row, "valid": True, "reject_reason": None, "success": 0.75},
+            {"task_id": "b0/v1", **row, "valid": False, "reject_reason": REPEAT, "success": None},
+            {"task_id": "b0/v2", **row, "valid": False, "reject_reason": "empty", "success": None},
+        ]
+    )
+    shared = shared_verdicts(ref, per_task).sort("task_id")
+    assert shared["scored"].to_list() == [True, True, False]
+    assert shared["success"].to_list() == [0.75, 0.75, None]
+    assert shared["valid"].to_list() == [True, False, False]  # only the first joins the pools
+
+
+def test_each_seed_is_told_its_own_familys_success(tmp_path):
+    """The latest FAMILY_HINT_ROLLOUTS sampled rollouts of a family make its hint; a family with fewer than a quarter
+    of that many has none (the run-wide rate stands in)."""
+    ref = _run(tmp_path)
+    seed_pool.fn(ref)
+    known = load_tasks(ref)
+    by_family: dict[str, list] = {}
+    for task in known.values():
+        by_family.setdefault(task.family, []).append(task)
+    busy, rare = sorted(by_family)[:2]
+    rows = []
+    for generation, solved in ((1, [True] * 16), (2, [False] * 8)):
+        rows += [
+            trajectory(ref.run_id, generation, by_family[busy][0].task_id, "pool", i, value)
+            for i, value in enumerate(solved)
+        ]
+    rows.append(trajectory(ref.run_id, 2, by_family[rare][0].task_id, "fresh", 0, True))
+    ref.warehouse.append("trajectories", rows)
+    later = GenerationRef(ref.warehouse_uri, ref.run_id, 3, ModelRuntime())
+    rates = family_success_rates(later, known)
+    assert rates == {busy: 0.5}  # 8 failures of generation 2, then the latest 8 of generation 1's 16 successes
+    assert family_success_rates(GenerationRef(ref.warehouse_uri, ref.run_id, 2, ModelRuntime()), known) == {busy: 1.0}
+
+
+def trajectory(run_id: str, generation: int, task_id: str, purpose: str, index: int, solved: bool) -> dict:
+    return {
+        "run_id": run_id,
+        "generation": generation,
+        "trajectory_id": f"{run_id}/g{generation}/{purpose}/{task_id}/{index}",
+        "task_id": task_id,
+        "purpose": purpose,
+        "sample_index": index,
+        "completion": "[]",
+        "finished": True,
+        "prompt_tokens": 1,
+        "completion_tokens": 1,
+        "parsed_action": "[]",
+        "parse_error": None,
+        "reward": float(solved),
+        "solved": solved,
+        "prompt_ids": [1],
+        "completion_ids": [2],
+        "completion_mask": None,
+    }
