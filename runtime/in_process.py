@@ -7,9 +7,11 @@ from typing import Any
 from genenv.config import GenEnvConfig, Placement
 from genenv.models.backends import BACKENDS
 from genenv.models.loading import resolve_base_model
+from genenv.models.memory_plan import PlanSettings
 from genenv.models.policy import LoraSettings, PolicyPair
 from genenv.models.sampling import GenerationBackend
 from genenv.runtime.checkpoints import NO_CHECKPOINTS, Checkpoints, adapter_cache
+from genenv.runtime.device_plan import planned_checkpointing
 from genenv.runtime.interface import Update
 from genenv.runtime.slot import PolicySlot, PolicySpec
 
@@ -31,8 +33,10 @@ class InProcessRuntime:
 
     def policy(self, config: GenEnvConfig, checkpoints: Checkpoints, references: Checkpoints) -> PolicyPair:
         """The pair with `checkpoints` as adapters and `references` as each role's frozen KL reference."""
-        policy = self.slot.as_of(policy_spec(config), checkpoints, references, adapter_cache(config))
-        policy.checkpoint_activations = config.checkpoint_activations  # changes memory and time, not results
+        spec = policy_spec(config)
+        checkpointing = planned_checkpointing(PlanSettings.of(config), config.model, spec.base)  # before a load
+        policy = self.slot.as_of(spec, checkpoints, references, adapter_cache(config))
+        policy.checkpoint_activations = checkpointing  # changes memory and time, not results
         return policy
 
     def backend(

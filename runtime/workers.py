@@ -30,10 +30,12 @@ from genenv.faults import crash_point
 from genenv.models.backends import BACKENDS
 from genenv.models.data_parallel import joined
 from genenv.models.loading import resolve_base_model
+from genenv.models.memory_plan import PlanSettings
 from genenv.models.policy import LoraSettings, PolicyPair
 from genenv.models.sampling import Completion, SamplingSettings
 from genenv.models.transformers_backend import TransformersBackend
 from genenv.runtime.checkpoints import Checkpoints, adapter_cache, local_adapters
+from genenv.runtime.device_plan import planned_checkpointing
 from genenv.runtime.interface import TrainingKey, Update
 from genenv.runtime.slot import PolicySlot, PolicySpec
 
@@ -58,6 +60,8 @@ class WorkerSettings:
     placement: Placement
     backend: str
     vllm_adapters: str
+    plan: PlanSettings
+    """The memory plan's inputs: on a GPU the worker plans for its device (runtime/device_plan.py)."""
 
     @classmethod
     def of(cls, config: GenEnvConfig, placement: Placement) -> WorkerSettings:
@@ -75,6 +79,7 @@ class WorkerSettings:
             placement,
             config.backend,
             config.vllm_adapters,
+            PlanSettings.of(config),
         )
 
     def spec(self) -> PolicySpec:
@@ -171,7 +176,9 @@ class GenerationWorker:
             if done:
                 raise RuntimeError(f"rank {rank} restarted after {done} updates of this stage: its copy is lost")
             checkpoints, references, _ = start
-            self._policy(checkpoints, references)
+            s = self.settings
+            checkpointing = planned_checkpointing(s.plan, s.model, s.spec().base)  # before a load
+            self._policy(checkpoints, references).checkpoint_activations = checkpointing
             self.slot.trained()
             self.backend = self.serving = None
             self.trainer_key = (start, 0)
