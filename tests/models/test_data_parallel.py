@@ -1,6 +1,7 @@
 """Data-parallel updates (models/data_parallel.py), GRPO and RWR's weighted SFT: two gloo processes on 127.0.0.1, each
 computing half of every step's rows, take the steps one process takes, within float tolerance (the ranks add their
-gradient sums in another order), in a group of their own beside the default one a vLLM engine holds."""
+gradient sums in another order), through torch's DDP, in a group of their own beside the default one a vLLM engine
+holds."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from safetensors.torch import load_file
 
-from genenv.models.data_parallel import joined, rank_and_world
+from genenv.models.data_parallel import joined, rank_and_world, reduction_record
 from genenv.models.grpo import grpo_update
 from genenv.models.policy import LoraSettings, PolicyPair
 from genenv.models.rwr import weighted_sft
@@ -38,6 +39,8 @@ def updated(model_dir: Path, out: Path, kind: str) -> None:
     records = update(policy, "agent", rows, **settings)
     index = rank_and_world()[0]
     (out / f"tokens-{index}").write_text(str(sum(embedded)))
+    ddp = {key: reduction_record().get(key) for key in ("world_size", "comm_hook", "reductions")}
+    (out / f"ddp-{index}.json").write_text(json.dumps(ddp))
     if index == 0:
         policy.save_adapter("agent", out / "adapter")
         keep = ("n_rows", "skipped", *compared)
@@ -70,6 +73,10 @@ def test_two_gloo_ranks_take_the_single_process_step(tiny_model_dir: Path, tmp_p
     for mine, theirs in zip(got, expected, strict=True):
         for key in UPDATES[kind][3]:
             assert abs(mine[key] - theirs[key]) <= 1e-5 * max(1.0, abs(theirs[key])), (key, mine, theirs)
+    # The gradient sums went through torch's DDP: its reducer, with the summing comm hook, once per step on each rank.
+    reduced = [json.loads((spread / f"ddp-{rank}.json").read_text()) for rank in (0, 1)]
+    assert reduced == [{"world_size": 2, "comm_hook": "_summed", "reductions": len(got)}] * 2, reduced
+    assert json.loads((alone / "ddp-0.json").read_text()) == {"world_size": None, "comm_hook": None, "reductions": None}
     tokens = [int((folder / f"tokens-{rank}").read_text()) for folder, rank in ((alone, 0), (spread, 0), (spread, 1))]
     assert 0 < tokens[1] < tokens[0] and 0 < tokens[2] < tokens[0], f"each rank computes a share of the rows: {tokens}"
     before = PolicyPair.load(tiny_model_dir, LoraSettings(), seed=0)
