@@ -58,6 +58,8 @@ GENERATION_ZERO_NEUTRAL = frozenset(
         "dynamic_sampling",
         "dynamic_sampling_draws",
         "probe_tasks",
+        # generation 0's held-out verdicts record it, but their `solved`, all it measures, does not depend on it
+        "agent_wrong_call_reward",
         # the updates of generations 1..T: the warm start has its own fields
         "agent_lr",
         "agent_kl_coef",

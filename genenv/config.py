@@ -158,6 +158,12 @@ class GenEnvConfig:
         "±0.1 band 37.5% of the time; with 8, 27% (p̂ = 0.5 only) but p̂ is resolved to 1/8.",
     )
     solved_threshold: float = _f(0.5, "A trajectory counts as solved when R_agent >= this.")
+    agent_wrong_call_reward: float = _f(
+        0.0,
+        "tool_call: R_agent of an answer to a task that asks for calls which calls the right functions with wrong "
+        "arguments (below solved_threshold, so never solved). Above 0 it separates trying from abstaining, which "
+        "both score 0 otherwise, so GRPO groups that fail every way still teach calling over `[]`.",
+    )
     probe_tasks: int = _f(
         16, "Fresh tasks answered greedily before and after the agent's update, to measure what the update did."
     )
@@ -323,6 +329,11 @@ class GenEnvConfig:
         for name in (*at_least_zero, "max_heldout"):
             need(getattr(self, name) >= 0, name, "must be >= 0")
         need(0.0 < self.solved_threshold <= 1.0, "solved_threshold", "must be in (0, 1]")
+        need(
+            0.0 <= self.agent_wrong_call_reward < self.solved_threshold,
+            "agent_wrong_call_reward",
+            "must be in [0, solved_threshold): a wrong call is never solved",
+        )
         need(0.0 <= self.abstention_share < 1.0, "abstention_share", "must be in [0, 1)")
         need(0.0 <= self.alpha <= 1.0, "alpha", "must be in [0, 1]")
         need(self.beta > 0, "beta", "must be > 0")

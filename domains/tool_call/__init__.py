@@ -8,4 +8,4 @@ __all__ = ["REJECT_REASONS", "ToolCallDomain"]
 
 
 def tool_call_domain(config: GenEnvConfig) -> Domain:
-    return ToolCallDomain()
+    return ToolCallDomain(wrong_call_reward=config.agent_wrong_call_reward)

@@ -54,6 +54,10 @@ def normalise_question(text: str) -> str:
 class ToolCallDomain:
     name = "tool_call"
 
+    def __init__(self, wrong_call_reward: float = 0.0) -> None:
+        self.wrong_call_reward = wrong_call_reward
+        """R_agent of an answer that calls the task's functions with wrong arguments (tasks that ask for calls)."""
+
     def load_seeds(self) -> list[TaskInstance]:
         text = resources.files("genenv.domains.tool_call").joinpath("data/seeds.jsonl").read_text(encoding="utf-8")
         seeds = []
@@ -159,7 +163,14 @@ class ToolCallDomain:
         except ParseError as exc:
             return Verdict(reward=float(judged.valid), parsed_action=None, parse_error=str(exc))
         solved = judged.valid and schema_error(predicted, functions) is None
-        return Verdict(reward=float(solved), parsed_action=format_calls(predicted))
+        reward = 1.0 if solved else self._tried(predicted, reference)
+        return Verdict(reward=reward, parsed_action=format_calls(predicted))
+
+    def _tried(self, predicted: list[Call], reference: list[Call]) -> float:
+        """`wrong_call_reward` when a task that asks for calls gets the right functions with wrong arguments: above
+        the 0 of `[]` or another function, so a group that fails every way still says "call, don't abstain"."""
+        names = sorted(call.name for call in predicted)
+        return self.wrong_call_reward if reference and names == sorted(call.name for call in reference) else 0.0
 
     def demonstrations(self, task: TaskInstance) -> list[tuple[Messages, str]]:
         return [(self.agent_messages(task), task.answer)]

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from genenv.domains.base import TaskInstance
+from genenv.config import GenEnvConfig
+from genenv.domains.base import TaskInstance, get_domain
 from genenv.domains.tool_call import ToolCallDomain
 from genenv.domains.tool_call.calls import parse_calls
 from genenv.domains.tool_call.checker import check, possible_answers
@@ -173,3 +174,19 @@ def test_training_reward_one_implies_bfcl_counts_it(output: str) -> None:
     if DOMAIN.verify(output, reference).reward == 1.0:
         assert check("parallel", FUNCTIONS, output, answers).valid
         assert check("simple_python", FUNCTIONS, output, answers).valid
+
+
+def test_a_wrong_call_of_the_right_function_can_score_above_abstaining() -> None:
+    """agent_wrong_call_reward: on a task that asks for a call, the right function with wrong arguments scores the
+    credit, abstaining and another function 0, the right call 1; on an abstention task every call scores 0."""
+    credited = get_domain("tool_call", GenEnvConfig(agent_wrong_call_reward=0.2))
+    seeds = credited.load_seeds()
+    task = next(s for s in seeds if s.answer.startswith("[finance.get_exchange_rate("))
+    assert credited.verify(task.answer, task).reward == 1.0
+    assert credited.verify('[finance.get_exchange_rate(base="XXX", target="YYY")]', task).reward == 0.2
+    assert credited.verify("[]", task).reward == 0.0
+    assert credited.verify('[finance.stock_quote(symbol="X")]', task).reward == 0.0
+    abstention = next(s for s in seeds if credited.is_abstention(s))
+    name = abstention.spec["functions"][0]["name"]
+    assert credited.verify(f"[{name}()]", abstention).reward == 0.0
+    assert get_domain("tool_call").verify('[finance.get_exchange_rate(base="XXX", target="YYY")]', task).reward == 0.0
