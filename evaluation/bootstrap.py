@@ -4,7 +4,7 @@ A score is the mean of its items' scores. Its interval resamples the items with 
 fixed seed, so the same scores always give the same interval) and takes the percentile interval of the resampled
 means. Two models scored on the same items are compared by the mean of their per-item differences (B - A), with
 the same resampling over the items both scored: the paired interval, much narrower than two separate ones when
-the models agree on most items.
+the models agree on most items. Over several run seeds the resampling is hierarchical: seeds, then items.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import numpy as np
 RESAMPLES = 2000
 CONFIDENCE = 0.95
 SEED = 0
-METHOD = f"percentile bootstrap over items, {RESAMPLES} resamples, seed {SEED}"
+METHOD = f"percentile bootstrap over seeds and items, {RESAMPLES} resamples, seed {SEED}"
 _CELLS_PER_CHUNK = 1_000_000
 """Resampled item indices held in memory at once (8 MB); the chunking depends on n only, so results do not."""
 
@@ -73,15 +73,42 @@ def pooled_paired_difference(
     confidence: float = CONFIDENCE,
     seed: int = SEED,
 ) -> Interval:
-    """The paired difference pooled over run seeds: per item the mean over the pairs (a_s, b_s) of b_s - a_s, over the
-    items every model scored, then the paired bootstrap over those items.
-
-    Items are resampled, seeds are not (two or three seeds leave nothing to resample), so the interval says how far the
-    seeds' mean difference could move with other items.
-    """
+    """The paired difference pooled over run seeds: the mean over the pairs (a_s, b_s) and the items every model
+    scored of b_s[item] - a_s[item], with a hierarchical bootstrap (`seeds_and_items`): the interval says how far it
+    could move with other seeds and other items. One pair is the paired interval over items."""
     common = sorted(set.intersection(*(set(a) & set(b) for a, b in pairs))) if pairs else []
     if not common:
         raise ValueError("the models share no scored item")
-    return bootstrap_mean(
-        [sum(b[i] - a[i] for a, b in pairs) / len(pairs) for i in common], resamples, confidence, seed
-    )
+    differences = np.array([[b[i] - a[i] for i in common] for a, b in pairs], dtype=np.float64)
+    return seeds_and_items([differences], resamples, confidence, seed)
+
+
+def seeds_and_items(
+    differences: Sequence[np.ndarray], resamples: int = RESAMPLES, confidence: float = CONFIDENCE, seed: int = SEED
+) -> Interval:
+    """The mean over groups (benchmark categories) of each group's mean paired difference, and its hierarchical
+    bootstrap interval. Each group is a [seeds, items] array, the same seeds in every group. A resample draws the
+    seeds with replacement (the same draw for every group: a seed is one run) and then, within each group, the items
+    with replacement. With one seed only the items are resampled, exactly as `bootstrap_mean` does."""
+    if len(differences) == 1 and differences[0].shape[0] == 1:
+        return bootstrap_mean(differences[0][0].tolist(), resamples, confidence, seed)
+    seeds = {d.shape[0] for d in differences}
+    if len(seeds) != 1 or any(d.size == 0 for d in differences):
+        raise ValueError("every group needs the same seeds and at least one item")
+    count = seeds.pop()
+    value = float(np.mean([d.mean() for d in differences]))
+    rng = np.random.default_rng(seed)
+    chosen = rng.integers(0, count, size=(resamples, count))
+    means = np.zeros(resamples)
+    for d in differences:
+        items = d.shape[1]
+        chunk = max(1, _CELLS_PER_CHUNK // (items * count))
+        for start in range(0, resamples, chunk):
+            stop = min(resamples, start + chunk)
+            per_item = d[chosen[start:stop]].mean(axis=1)  # [chunk, items]: each item over the drawn seeds
+            drawn = rng.integers(0, items, size=(stop - start, items))
+            means[start:stop] += np.take_along_axis(per_item, drawn, axis=1).mean(axis=1)
+    means /= len(differences)
+    tail = (1.0 - confidence) / 2.0
+    low, high = np.quantile(means, [tail, 1.0 - tail])
+    return Interval(value, min(float(low), value), max(float(high), value), sum(d.shape[1] for d in differences))

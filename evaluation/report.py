@@ -255,7 +255,7 @@ def paired_rows(
     items: dict[tuple[str, str, str, str], dict[str, float]], pairs: Sequence[Pair]
 ) -> list[dict[str, Any]]:
     """Per pair and (benchmark, category, metric) all its models have: B - A with its paired bootstrap interval,
-    pooled over the pair's seeds."""
+    pooled over the pair's seeds (seeds and items resampled)."""
     rows = []
     categories = sorted({key[1:] for key in items})
     for pair in pairs:
@@ -391,8 +391,8 @@ def comparison_report(warehouse: Warehouse, comparison: Comparison) -> str:
         f"{html.escape(SAMPLE_RULE)}, seed {SAMPLE_SEED}; the same items for every model. Scored: "
         + html.escape(", ".join(f"{b}/{c} {n}" for b, c, n in scored_n) or "none"),
         f"Intervals: {CONFIDENCE:.0%} {html.escape(METHOD)}; differences are paired: the per-item differences"
-        " B − A over the items both models scored, resampled the same way; pooled over seeds, the per-item differences"
-        " are first averaged over the seeds (items are resampled, seeds are not).",
+        " B − A over the items both models scored, resampled the same way; pooled over seeds, each resample draws the"
+        " seeds with replacement, then the items (a hierarchical bootstrap), so an interval covers other seeds too.",
         "g0 is generation 0 (seed set and warm start), run once and shared by every arm; "
         "a label 'arm gT' is that arm's agent after generation T, 'arm sN' that arm run with seed N from the same "
         "generation 0.",

@@ -6,11 +6,19 @@ import hashlib
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from genenv.evaluation.benchmark_registry import Item, check_item_sizes, parse_item_sizes, select_items
 from genenv.evaluation.bfcl import Bfcl
-from genenv.evaluation.bootstrap import RESAMPLES, bootstrap_mean, paired_difference, pooled_paired_difference
+from genenv.evaluation.bootstrap import (
+    RESAMPLES,
+    Interval,
+    bootstrap_mean,
+    paired_difference,
+    pooled_paired_difference,
+    seeds_and_items,
+)
 from genenv.evaluation.runner import ItemResult, summarise
 
 
@@ -60,18 +68,41 @@ def test_paired_difference_uses_the_items_both_scored() -> None:
         paired_difference({"x": 1.0}, {"y": 1.0})
 
 
-def test_a_difference_pooled_over_seeds_averages_each_items_differences_over_the_seeds() -> None:
+def test_a_difference_pooled_over_seeds_resamples_the_seeds_and_the_items() -> None:
     a0 = {f"i{k}": 0.0 for k in range(30)}
     b0 = {f"i{k}": float(k < 12) for k in range(30)}  # seed 0: +12 items
     a1 = {**a0, "i29": 1.0, "extra": 1.0}
     b1 = {f"i{k}": float(k >= 26) for k in range(30)}  # seed 1: +3 (i29 right in both)
     pooled = pooled_paired_difference([(a0, b0), (a1, b1)])
     per_item = [((b0[i] - a0[i]) + (b1[i] - a1[i])) / 2 for i in sorted(a0)]
-    assert pooled == bootstrap_mean(per_item)
-    assert pooled.n == 30 and pooled.value == pytest.approx((12 + 3) / 60)
+    items_only = bootstrap_mean(per_item)
+    assert pooled.n == 30 and pooled.value == pytest.approx((12 + 3) / 60) == pytest.approx(items_only.value)
+    assert pooled.low < items_only.low and pooled.high > items_only.high  # the seeds disagree: 12 against 3
     assert pooled_paired_difference([(a0, b0)]) == paired_difference(a0, b0)
     with pytest.raises(ValueError, match="share no scored item"):
         pooled_paired_difference([(a0, b0), ({"x": 1.0}, {"x": 0.0})])
+
+
+def test_seeds_that_disagree_widen_an_interval_that_items_alone_would_close() -> None:
+    """Seed 0 gains every item, seed 1 none: over items alone the pooled difference is exactly 0.5 on every
+    resample; drawing the seeds too gives 0, 0.5 or 1, so the interval spans [0, 1]."""
+    items = [f"i{k}" for k in range(50)]
+    zero = dict.fromkeys(items, 0.0)
+    pooled = pooled_paired_difference([(zero, dict.fromkeys(items, 1.0)), (zero, zero)])
+    assert (pooled.value, pooled.low, pooled.high) == (0.5, 0.0, 1.0)
+    assert bootstrap_mean([0.5] * 50) == Interval(0.5, 0.5, 0.5, 50)
+
+
+def test_the_mean_of_categories_draws_the_seeds_once_for_every_category() -> None:
+    simple = np.array([[1.0, 0.0, 1.0, 1.0], [0.0, 0.0, 1.0, 0.0]])  # seed 0: +0.75, seed 1: +0.25
+    irrelevance = np.array([[0.0, 0.0], [1.0, 1.0]])  # seed 0: 0, seed 1: +1
+    both = seeds_and_items([simple, irrelevance])
+    assert both.value == pytest.approx((0.5 + 0.5) / 2) and both.n == 6
+    assert both.low <= both.value <= both.high
+    # The same seed draw for both: a resample of seed 0 twice gives (0.75 + 0) / 2 at most, never 0.75 and 1 at once.
+    assert both.high <= (1.0 + 1.0) / 2 and both.low >= 0.0
+    with pytest.raises(ValueError, match="same seeds"):
+        seeds_and_items([simple, irrelevance[:1]])
 
 
 def test_summary_rows_carry_the_interval() -> None:
