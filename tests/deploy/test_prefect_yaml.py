@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import uuid
 from pathlib import Path
 
 import polars as pl
@@ -43,7 +44,6 @@ def test_gpu_job_templates_are_complete():
     process = json.loads(GPU_TEMPLATE.read_text())
     default = ProcessWorker.get_default_base_job_template()
     assert process["job_configuration"] == default["job_configuration"]
-    assert "CUDA_VISIBLE_DEVICES" in process["variables"]["properties"]["env"]["default"]
     k8s = json.loads((REPO / "infra" / "gpu-kubernetes-job-template.json").read_text())
     container = k8s["job_configuration"]["job_manifest"]["spec"]["template"]["spec"]["containers"][0]
     # One flow run holds one vLLM engine and one trainer on one device: a second GPU would sit idle.
@@ -52,6 +52,46 @@ def test_gpu_job_templates_are_complete():
     )
     assert "gpus" not in k8s["variables"]["properties"]
     assert container["args"] == "{{ command }}"
+
+
+def test_a_gpu_flow_run_gets_the_one_gpu_of_the_worker_that_runs_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Neither the pool's job variables nor its template pin a GPU: a process worker started with one GPU in its
+    environment (CUDA_VISIBLE_DEVICES=3) hands that GPU, and only it, to each flow run it starts (Prefect's own job
+    configuration computes the flow-run process's environment here)."""
+    from prefect.client.schemas.objects import FlowRun
+    from prefect.utilities.templating import apply_values
+    from prefect.workers.process import ProcessJobConfiguration
+
+    pool = yaml.safe_load((REPO / "prefect.yaml").read_text())["definitions"]["work_pools"]["gpu"]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
+    template = json.loads(GPU_TEMPLATE.read_text())
+    variables = {name: spec.get("default") for name, spec in template["variables"]["properties"].items()}
+    job = ProcessJobConfiguration(**apply_values(template["job_configuration"], variables | pool["job_variables"]))
+    job.prepare_for_flow_run(FlowRun(flow_id=uuid.uuid4()))
+    assert job.env["CUDA_VISIBLE_DEVICES"] == "3"
+
+
+def test_flows_that_load_models_have_gpu_deployments_and_maintenance_takes_any_warehouse() -> None:
+    gpu = {d["entrypoint"] for d in DEPLOYMENTS if d["work_pool"]["name"] == GPU_POOL}
+    assert gpu == {"flows/evolve.py:evolve", "flows/evaluate.py:evaluate", "flows/rerun.py:rerun_generation"}
+    [maintenance] = [d for d in DEPLOYMENTS if d["entrypoint"] == "flows/maintenance.py:maintain_warehouse"]
+    assert "warehouse_uri" not in maintenance["parameters"]  # each schedule names its warehouse
+    assert all(schedule["parameters"]["warehouse_uri"] for schedule in maintenance["schedules"])
+
+
+def test_the_gpu_image_and_its_jobs_keep_data_on_a_volume() -> None:
+    """The image links the config's data_dir (data, under /opt/genenv) to its /data volume and sets the model caches
+    there; the Kubernetes job mounts a persistent claim at /data, so no job downloads the model again."""
+    image = (REPO / "infra" / "Dockerfile.gpu").read_text()
+    assert "ln -s /data /opt/genenv/data" in image and "VOLUME /data" in image and "HF_HOME=/data/hf" in image
+    assert "gcc" in image and "'.[gpu,ray]'" in image and "bfcl-eval==" in image  # Triton's compiler, Ray, BFCL
+    k8s = json.loads((REPO / "infra" / "gpu-kubernetes-job-template.json").read_text())
+    pod = k8s["job_configuration"]["job_manifest"]["spec"]["template"]["spec"]
+    claim = {v["name"]: v for v in pod["volumes"]}["data"]["persistentVolumeClaim"]["claimName"]
+    assert claim == "{{ data_claim }}" and k8s["variables"]["properties"]["data_claim"]["default"] == "genenv-data"
+    assert {"name": "data", "mountPath": "/data"} in pod["containers"][0]["volumeMounts"]
+    manifest = yaml.safe_load((REPO / "infra" / "gpu-data-claim.yaml").read_text())
+    assert manifest["kind"] == "PersistentVolumeClaim" and manifest["metadata"]["name"] == "genenv-data"
 
 
 @pytest.mark.parametrize(
