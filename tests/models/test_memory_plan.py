@@ -189,3 +189,22 @@ def test_the_shipped_architectures_are_the_hub_configs() -> None:
     assert (
         json.loads((REPO / "models" / "architectures" / "qwen2.5-7b-instruct.json").read_text())["vocab_size"] == 152064
     )
+
+
+def test_the_docs_and_the_config_quote_the_plan_as_it_is() -> None:
+    """docs/gpu.md quotes `genenv plan --config configs/gpu-7b.yaml --gpu-memory 24 40 80 141` verbatim; the config's
+    comment and docs/scale.md quote its totals."""
+    config = load_config(REPO / "configs" / "gpu-7b.yaml")
+    arch, settings = Architecture.of(config.model), PlanSettings.of(config)
+    plans = {gib: memory_plan(arch, settings, gib * GIB) for gib in (24, 40, 80, 141)}
+    assert "\n\n".join(p.report() for p in plans.values()) in (REPO / "docs" / "gpu.md").read_text()
+    comment = (REPO / "configs" / "gpu-7b.yaml").read_text()
+    for gib, plan in plans.items():
+        totals = "  ".join(
+            f"{plan.phase(name).total / GIB:{width}.2f}" for name, width in (("load", 5), ("generate", 8), ("train", 7))
+        )
+        assert f"#{gib:>5} GiB  {totals}" in comment, (gib, totals)
+    scale = (REPO / "docs" / "scale.md").read_text()
+    eighty = plans[80]
+    assert f"on an 80 GiB card {eighty.phase('load').total / GIB:.2f} GiB to load, " in scale.replace("\n", " ")
+    assert f"{eighty.kv_tokens:,} tokens" in scale
