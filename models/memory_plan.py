@@ -166,18 +166,17 @@ class PlanSettings:
 class Phase:
     name: str
     parts: tuple[tuple[str, float], ...]
-    """(what, bytes), largest first as the table prints them."""
+    """(what, bytes), in the order the report prints them."""
 
     @property
     def total(self) -> float:
         return sum(size for _, size in self.parts)
 
-    def part(self, name: str) -> float:
-        return dict(self.parts).get(name, 0.0)
+    def breakdown(self) -> str:
+        return ", ".join(f"{what} {size / GIB:.2f}" for what, size in self.parts if size)
 
     def line(self) -> str:
-        parts = ", ".join(f"{what} {size / GIB:.2f}" for what, size in self.parts if size)
-        return f"{self.name:<9} {self.total / GIB:7.2f} GiB  ({parts})"
+        return f"{self.name:<9} {self.total / GIB:7.2f} GiB  ({self.breakdown()})"
 
 
 @dataclass(frozen=True)
@@ -213,7 +212,7 @@ class MemoryPlan:
             if phase.total > self.card:
                 return (
                     f"memory plan: the {phase.name} phase needs {phase.total / GIB:.2f} GiB per GPU, the GPU has "
-                    f"{self.card / GIB:.2f} ({_parts(phase)}){_hint(self, phase)}"
+                    f"{self.card / GIB:.2f} ({phase.breakdown()}){_hint(self, phase)}"
                 )
         share = self.settings.engine_share
         if self.engine_floor is not None and self.engine_floor > share * self.card:
@@ -373,10 +372,6 @@ def check_plan(plan: MemoryPlan) -> None:
 
 def _adapted(s: PlanSettings, linears: dict[str, tuple[int, int]]) -> set[str]:
     return set(linears) if s.lora_targets == ("all-linear",) else set(s.lora_targets) & set(linears)
-
-
-def _parts(phase: Phase) -> str:
-    return ", ".join(f"{what} {size / GIB:.2f}" for what, size in phase.parts if size)
 
 
 def _hint(plan: MemoryPlan, phase: Phase) -> str:
