@@ -152,8 +152,8 @@ class PolicyPair:
             make_readable(staging)
 
     def adapter_state(self, role: str) -> dict[str, torch.Tensor]:
-        """`role`'s LoRA weights by parameter name, copied to the CPU: what a data-parallel rank hands back after
-        an update (tasks/workers.py), a few MB even for a 7B model."""
+        """`role`'s LoRA weights by parameter name, copied to the CPU, a few MB even for a 7B model: what a runtime
+        keeps of a fresh adapter to swap it back in (runtime/slot.py)."""
         _check_role(role)
         return {n: p.detach().cpu().clone() for n, p in self.model.named_parameters() if _adapter_of(n) == role}
 

@@ -1,7 +1,7 @@
 """What every stage needs: the generation it works on, the run's config, and the loaded models.
 
 Stages receive a `GenerationRef` from the flow: the run, the generation and the warehouse, the run's stored config
-and domain, read once per generation, and the flow's model runtime (tasks/runtime.py). The runtime keys its
+and domain, read once per generation, and the flow's model runtime (runtime/handle.py). The runtime keys its
 models by the checkpoints they were loaded from, so consecutive stages and generations reuse them instead of
 reloading.
 """
