@@ -128,11 +128,16 @@ def rewarded(written: list[Written], arm: str, curve: dict[int, float], rng: ran
     return out
 
 
-def train_round(policy, domain, seeds, prompts, arm, curve, round_, s: Settings, seen, rng) -> None:
+def train_round(policy, domain, seeds, prompts, arm, curve, round_, s: Settings, seen, rng) -> str:
+    """One round: write, reward, one GRPO update; returns what it trained on (outputs and the mean advantage by
+    operator count, the rejected ones as 'x')."""
     written = write(policy, domain, seeds, prompts, s.variations, 1000 + round_, s, seen)
     rewards = rewarded(written, arm, curve, rng, s)
     groups = [str(w.prompt) for w in written]
     advantages = simulator_advantages(groups, rewards, s.invalid_advantage)
+    by_kind: dict[str, list[float]] = {}
+    for w, advantage in zip(written, advantages, strict=True):
+        by_kind.setdefault("x" if w.difficulty is None else str(w.difficulty), []).append(advantage)
     samples = [
         GroupSample(w.prompt_ids, w.completion_ids, r or 0.0, g)
         for w, r, g in zip(written, rewards, groups, strict=True)
@@ -150,6 +155,7 @@ def train_round(policy, domain, seeds, prompts, arm, curve, round_, s: Settings,
         temperature=s.temperature,
         advantages=advantages,
     )
+    return " ".join(f"{kind}: {len(a)} ({sum(a) / len(a):+.2f})" for kind, a in sorted(by_kind.items()))
 
 
 @dataclass(frozen=True)
@@ -219,6 +225,7 @@ class Bench:
     seeds: list[TaskInstance]
     targets: list[int]
     settings: Settings
+    verbose: bool = False
 
     def measure(self, policy: PolicyPair, curve: dict[int, float]) -> dict[str, list[list[float]]]:
         """Per prompt: each output's valid flag, at-target flags (one per target), valid outputs' difficulty."""
@@ -244,9 +251,12 @@ class Bench:
         for phase, curve in enumerate(curves):
             prompts = prompts_for(self.domain, self.seeds, curve, self.settings)
             for round_ in range(self.settings.rounds // len(curves)):
-                train_round(
-                    policy, self.domain, self.seeds, prompts, arm, curve, phase * 100 + round_, self.settings, seen, rng
+                round_seed = phase * 100 + round_
+                trained = train_round(
+                    policy, self.domain, self.seeds, prompts, arm, curve, round_seed, self.settings, seen, rng
                 )
+                if self.verbose:
+                    print(f"  {arm} round {round_seed}: {trained}", flush=True)
             measured.append(self.measure(policy, curve))
         return measured
 
@@ -271,10 +281,12 @@ def main() -> None:
     parser.add_argument("--minibatch", type=int, default=GenEnvConfig.simulator_minibatch_size)
     parser.add_argument("--reward", default=GenEnvConfig.generator_reward)
     parser.add_argument("--beta", type=float, default=GenEnvConfig.beta)
+    parser.add_argument("--invalid-advantage", type=float, default=GenEnvConfig.simulator_invalid_advantage)
     parser.add_argument("--warm-start-epochs", type=int, default=3)
     parser.add_argument("--arms", default=",".join(ARMS))
     parser.add_argument("--shift", action="store_true", help="also run shipped with the agent getting better halfway")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, for the test suite")
+    parser.add_argument("--verbose", action="store_true", help="print what each round trains on")
     args = parser.parse_args()
     started = time.perf_counter()
     config = GenEnvConfig()
@@ -291,7 +303,7 @@ def main() -> None:
         minibatch=args.minibatch,
         reward=args.reward,
         params=CurriculumParams(config.alpha, args.beta, config.k_min, config.rwr_lambda),
-        invalid_advantage=config.simulator_invalid_advantage,
+        invalid_advantage=args.invalid_advantage,
         temperature=0.7,
         top_p=0.9,
         max_new_tokens=8 if small else 64,
@@ -307,14 +319,15 @@ def main() -> None:
         epochs, examples = (1, 4) if small else (args.warm_start_epochs, 0)
         warm_started(base, domain, all_seeds, lora, precision, epochs, adapter, examples)
         seeds = random.Random(0).sample(all_seeds, settings.prompts)
-        bench = Bench(base, adapter, lora, precision, domain, seeds, [target, better], settings)
+        bench = Bench(base, adapter, lora, precision, domain, seeds, [target, better], settings, args.verbose)
         before = bench.measure(
             PolicyPair.load(base, lora, adapters={"simulator": adapter}, precision=precision), CURVES["base"]
         )
         print(
             f"{settings.prompts} prompts x {settings.variations} variations, {settings.rounds} rounds of "
             f"{settings.epochs} epoch(s), lr {settings.lr}, KL {settings.kl_coef}, reward {settings.reward} "
-            f"(β {settings.params.beta}), p̂ from {settings.rollouts} rollouts; {settings.eval_samples} samples a "
+            f"(β {settings.params.beta}), invalid advantage {settings.invalid_advantage}, "
+            f"p̂ from {settings.rollouts} rollouts; {settings.eval_samples} samples a "
             f"prompt measured; target {target} operators; warm start and first measure "
             f"{time.perf_counter() - started:.0f} s",
             flush=True,

@@ -55,9 +55,10 @@ def test_a_generation_runs_on_one_vllm_engine(tiny_model_dir, prefect_server, tm
     abstentions = tasks.filter(origin="abstention")
     assert abstentions.height >= 1 and (abstentions["answer"] == "[]").all()
     trajectories = warehouse.read("trajectories", run_id=run_id, generation=1)
-    drawn = config.dynamic_sampling_draws * config.pool_tasks_per_generation
-    assert trajectories.filter(purpose="pool").height == drawn * config.rollouts_per_task
-    assert trajectories.filter(purpose="abstention").height == abstentions.height * config.rollouts_per_task
+    pool = trajectories.filter(purpose="pool")  # the first round's draw, and more while the batch lacked groups
+    assert pool.height % config.rollouts_per_task == 0
+    assert pool.height >= config.pool_tasks_per_generation * config.rollouts_per_task
+    assert trajectories.filter(purpose="abstention").height <= abstentions.height * config.rollouts_per_task
     lengths = trajectories["completion_ids"].list.len()
     assert (lengths >= 1).all() and (lengths <= config.agent_max_new_tokens).all()
     assert (trajectories["completion_tokens"] == lengths).all()
