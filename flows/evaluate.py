@@ -10,7 +10,7 @@ import uuid
 
 from prefect import flow, get_run_logger
 
-from genenv.config import ConfigError, GenEnvConfig, check_cluster
+from genenv.config import ConfigError, GenEnvConfig
 from genenv.evaluation.benchmark_registry import check_item_sizes, present_benchmarks
 from genenv.evaluation.runner import DEFAULT_BENCHMARKS
 from genenv.flows.validation import validate
@@ -77,8 +77,7 @@ def evaluate(
         worker_cpus=worker_cpus,
         worker_gpus=worker_gpus,
     )
-    validate(settings)  # a backend that cannot run here fails before loading
-    check_cluster(settings)  # so does a Ray cluster that does not answer
+    validate(settings)  # a backend or a Ray cluster that cannot be used here fails before loading
     eval_batch = f"{target.run_id}-{now():%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"
     with model_runtime(settings.placement, given=runtime) as models:
         for name in names:

@@ -7,7 +7,7 @@ from typing import Any
 from prefect import flow, tags
 
 from genenv.arms import arm_of
-from genenv.config import check_local_paths, config_from_dict, load_config
+from genenv.config import config_from_dict, load_config
 from genenv.flows.generation import run_generation
 from genenv.flows.parameters import ConfigOverrides, override_values
 from genenv.flows.validation import validate
@@ -45,8 +45,7 @@ def evolve(
     if stored is not None and config is None:
         located = {"data_dir": settings.data_dir, "warehouse_uri": settings.warehouse_uri}
         settings = load_config(config_file, overrides, base=stored.replace(**located))
-    validate(settings)
-    check_local_paths(settings)  # a deployment's config meets the machine here
+    validate(settings)  # a deployment's config meets the machine here too
     run_id = run_id or flow_run_run_id(settings.run_name)
     warehouse_uri = settings.resolved_warehouse_uri
     with run_lease(warehouse_uri, run_id):  # one writer per run: a second evolve of it fails at once

@@ -3,7 +3,7 @@
 `ConfigOverrides` is made from `GenEnvConfig` (the single source of truth): one optional field per config field,
 its help as the description and its default named in it. A field left empty keeps the config file's value (or
 the default). Prefect validates the form before the flow starts, so a wrong type or an unknown field fails
-naming it; the ranges are checked by `load_config` when the flow starts, still before any model loads.
+naming it; the ranges are checked by `validate` when the flow starts, still before any model loads.
 """
 
 from __future__ import annotations

@@ -1,17 +1,33 @@
-"""The checks of a config that need the registries: its domain, generator reward and backend must exist and be
-usable here. Run once at each entry point (the CLI's commands and the flows), before any model loads; the config
-itself stays data, checking only what its values alone decide (genenv/config.py)."""
+"""`validate(config)`: the one check an entry point (the CLI's commands, the flows) makes of a config, before any model
+loads or a run is registered. Its values against their metadata (genenv/config.py), the names it looks up in a
+registry (domain, generator reward, backend: each must exist and be usable here), and the machine it starts on
+(model folder, data folder, benchmarks folder, Ray cluster). The config itself stays data: it checks nothing when
+built, reads no registry and touches neither disk nor network."""
 
 from __future__ import annotations
 
-from genenv.config import GenEnvConfig, require
+import tempfile
+from pathlib import Path
+
+from genenv.config import ConfigError, GenEnvConfig, check_values, require
 from genenv.curriculum.generator_rewards import GENERATOR_REWARDS
 from genenv.domains.base import DOMAINS, DomainUnavailable, MultiTurnDomain
 from genenv.models.backends import BACKENDS
+from genenv.runtime.cluster import check_cluster
 
 
 def validate(config: GenEnvConfig) -> GenEnvConfig:
-    """`config`, when every name it chooses is registered and can run here; else ConfigError naming the field."""
+    """`config`, when its values are in bounds, every name it chooses is registered and can run here, and its paths
+    and cluster can be used from this machine; else ConfigError naming the field."""
+    check_values(config)
+    check_names(config)
+    check_local_paths(config)
+    check_cluster(config.ray_address)
+    return config
+
+
+def check_names(config: GenEnvConfig) -> None:
+    """The registered names the config chooses, each usable here."""
 
     def need(ok: bool, name: str, why: str) -> None:
         require(config, ok, name, why)
@@ -38,4 +54,34 @@ def validate(config: GenEnvConfig) -> GenEnvConfig:
 
         problem = unavailable()
         need(problem is None, "backend", f"{problem}")
-    return config
+
+
+def check_local_paths(config: GenEnvConfig) -> None:
+    """Where a run will read and write on this machine (not on every config: a stored config names paths of the
+    machine that ran it). A model given as a path that does not exist is refused instead of being tried as a hub id;
+    `data_dir` must be a writable folder or creatable, and `benchmarks_dir`, when given, a folder."""
+    model = Path(config.model).expanduser()
+    if _looks_local(config.model) and not (model / "config.json").is_file():
+        missing = "does not exist" if not model.exists() else "has no config.json"
+        raise ConfigError(
+            f"model: local folder {config.model!r} {missing} (a hub id looks like org/name; the embedded model "
+            "is embedded:smollm2-135m-instruct)"
+        )
+    data = Path(config.data_dir).expanduser()
+    if data.exists() and not data.is_dir():
+        raise ConfigError(f"data_dir: {config.data_dir!r} is a file, not a folder")
+    try:  # the run makes the folder anyway; a file written and removed is the one sure test of writing there
+        data.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=data).close()
+    except OSError as exc:
+        raise ConfigError(f"data_dir: {config.data_dir!r} is not writable ({exc.strerror or exc})") from None
+    if config.benchmarks_dir and not Path(config.benchmarks_dir).is_dir():
+        raise ConfigError(f"benchmarks_dir: folder does not exist (got {config.benchmarks_dir!r})")
+
+
+def _looks_local(model: str) -> bool:
+    """A path rather than a hub id (org/name) or the embedded model: absolute, relative with ./ or ../, from ~, or
+    deeper than org/name."""
+    return not model.startswith("embedded:") and (
+        model.startswith(("/", ".", "~")) or model.count("/") > 1 or Path(model).exists()
+    )

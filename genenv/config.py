@@ -1,18 +1,17 @@
-"""The one run configuration: typed, documented, validated before any model loads.
+"""The one run configuration: typed, documented data.
 
-Every field's `help` is the documentation: `genenv config` prints it, YAML files and `--set key=value`
-overrides fill it, and the resolved config is stored with the run (minus nothing: it holds no secrets).
+Every field's metadata says what it means (`help`: `genenv config` prints it), the values it may take (`within`, an
+interval, or `choices`) and whether it shapes results (`shaping`: part of the config hash). YAML files and `--set
+key=value` overrides fill it, the resolved config is stored with the run (it holds no secrets), and `check_values`
+reads the metadata; an entry point checks a config with one call, `validate` (flows/validation.py), which adds what
+the values alone cannot decide: the names looked up in registries and the machine the run starts on.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
-import importlib.util
 import json
-import os
-import socket
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -29,10 +28,9 @@ REWARD_SCOPES = ("task", "batch")
 """The unit p̂ and R_env are computed over: one generated task's k rollouts, or one seed's n variations."""
 SIMULATOR_UPDATES = ("grpo", "rwr")
 """How the simulator learns from its rewards (tasks/simulator_update.py)."""
-
-
 VLLM_ADAPTER_MODES = ("merged", "lora")
 """How the vllm backend gets a role's adapter (models/vllm.py)."""
+PRECISIONS = ("float32", "bfloat16")
 
 
 @dataclass(frozen=True)
@@ -48,22 +46,59 @@ class Placement:
     vllm_gpu_memory_utilization: float = 0.5
 
 
-def _f(default: Any, help: str, **kwargs: Any) -> Any:
-    return field(default=default, metadata={"help": help, **kwargs})
+@dataclass(frozen=True)
+class Within:
+    """The values a number field may take, written as in mathematics: '[0, 1)', '[1, inf)', '(-inf, 0]'."""
+
+    text: str
+
+    def __post_init__(self) -> None:
+        if self.text[0] not in "[(" or self.text[-1] not in "])":
+            raise ValueError(f"an interval is written [low, high] with ( or ) for an open end, not {self.text!r}")
+        self.ends()
+
+    def ends(self) -> tuple[float, float]:
+        low, high = self.text[1:-1].split(",")
+        return float(low), float(high)
+
+    def __contains__(self, value: float) -> bool:
+        low, high = self.ends()
+        above = value > low if self.text[0] == "(" else value >= low
+        below = value < high if self.text[-1] == ")" else value <= high
+        return above and below
+
+    def __str__(self) -> str:
+        """'>= 1' for [1, inf), '<= 0' for (-inf, 0], else 'in [0, 1)'."""
+        low, high = self.ends()
+        if high == float("inf"):
+            return f"{'>' if self.text[0] == '(' else '>='} {self.text[1:].split(',')[0]}"
+        if low == float("-inf"):
+            return f"{'<' if self.text[-1] == ')' else '<='} {self.text[:-1].split(',')[1].strip()}"
+        return f"in {self.text}"
+
+
+def _f(default: Any, help: str, *, within: str = "", choices: tuple[str, ...] = (), shaping: bool = True) -> Any:
+    """A field with its documentation and rules as metadata. `shaping=False`: it changes where or under which name
+    results are made, not what they are, so the config hash and a resume ignore it."""
+    rules = {"within": Within(within)} if within else {"choices": choices} if choices else {}
+    return field(default=default, metadata={"help": help, "shaping": shaping, **rules})
 
 
 @dataclass(frozen=True)
 class GenEnvConfig:
     # --- run ---
-    run_name: str = _f("genenv", "Human-readable name; the run id is derived from it and the start time.")
-    generations: int = _f(2, "GenEnv generations T after generation 0 (paper: 10 epochs).")
+    run_name: str = _f(
+        "genenv", "Human-readable name; the run id is derived from it and the start time.", shaping=False
+    )
+    generations: int = _f(2, "GenEnv generations T after generation 0 (paper: 10 epochs).", within="[0, inf)")
     seed: int = _f(0, "Seed for every random choice (seed batches, sampling, adapter init).")
-    data_dir: str = _f("data", "Project data folder: model cache, checkpoints, HF/Prefect homes.")
-    warehouse_uri: str = _f("", "Root of the Delta tables; empty means <data_dir>/warehouse.")
+    data_dir: str = _f("data", "Project data folder: model cache, checkpoints, HF/Prefect homes.", shaping=False)
+    warehouse_uri: str = _f("", "Root of the Delta tables; empty means <data_dir>/warehouse.", shaping=False)
     benchmarks_dir: str = _f(
         "",
         "Folder holding API-Bank and Bamboogle (genenv/benchmark_data.py); BFCL comes from the bfcl-eval package. "
         "Tasks are decontaminated against every set present; empty: BFCL only.",
+        shaping=False,
     )
     # --- models ---
     model: str = _f(
@@ -79,22 +114,28 @@ class GenEnvConfig:
         "merged",
         "backend vllm: how a role's adapter reaches the engine. merged: merged into the base weights and pushed "
         "into the running engine after each update; lora: each published adapter folder served as a LoRA request.",
+        choices=VLLM_ADAPTER_MODES,
     )
     vllm_gpu_memory_utilization: float = _f(
         0.5,
         "backend vllm on a GPU: the share of the GPU the engine may take (weights and KV cache), leaving the rest "
-        "to the trainer beside it (docs/gpu.md). Where results are made, not what they are: outside the hash.",
+        "to the trainer beside it (docs/gpu.md).",
+        within="(0, 1]",
+        shaping=False,
     )
     precision: str = _f(
-        "float32", "Compute precision of forward passes: float32, or bfloat16 (about 2x faster on recent CPUs)."
+        "float32",
+        "Compute precision of forward passes: float32, or bfloat16 (about 2x faster on recent CPUs).",
+        choices=PRECISIONS,
     )
     generation_batch_size: int = _f(
         16,
         "Rows decoding at once, counted as rows of the longest prompt (shorter prompts fit more); finished rows "
         "make room for queued conversations.",
+        within="[1, inf)",
     )
-    lora_r: int = _f(8, "LoRA rank of both adapters.")
-    lora_alpha: int = _f(16, "LoRA alpha of both adapters.")
+    lora_r: int = _f(8, "LoRA rank of both adapters.", within="[1, inf)")
+    lora_alpha: int = _f(16, "LoRA alpha of both adapters.", within="[1, inf)")
     lora_targets: str = _f(
         "q_proj,v_proj",
         "Layers both adapters adapt: comma-separated module names, or all-linear (every linear layer but the output "
@@ -102,36 +143,53 @@ class GenEnvConfig:
     )
     # --- domain and seeds ---
     domain: str = _f("tool_call", "Task family (registry in domains/).")
-    heldout_fraction: float = _f(0.2, "Share of seeds held out of all training, to measure the agent.")
-    max_heldout: int = _f(0, "Cap on held-out seeds evaluated per generation (0 = all).")
+    heldout_fraction: float = _f(0.2, "Share of seeds held out of all training, to measure the agent.", within="[0, 1)")
+    max_heldout: int = _f(0, "Cap on held-out seeds evaluated per generation (0 = all).", within="[0, inf)")
     episode_max_turns: int = _f(
-        8, "Multi-turn domains (text_game): the agent's turns per episode; a win or a loss ends it sooner."
+        8,
+        "Multi-turn domains (text_game): the agent's turns per episode; a win or a loss ends it sooner.",
+        within="[1, inf)",
     )
     show_admissible_commands: bool = _f(
         True, "Multi-turn domains (text_game): list the commands the game accepts after each observation."
     )
     # --- generation 0: warm start ---
     warm_start: bool = _f(True, "SFT both adapters on the seed set first (generation 0), for small models.")
-    warm_start_epochs: int = _f(2, "Epochs of warm-start SFT over the seed set.")
-    warm_start_examples: int = _f(0, "Cap on warm-start SFT examples per role, drawn from the seeds (0 = all).")
-    warm_start_lr: float = _f(3e-4, "Learning rate of the warm-start SFT.")
+    warm_start_epochs: int = _f(2, "Epochs of warm-start SFT over the seed set.", within="[0, inf)")
+    warm_start_examples: int = _f(
+        0, "Cap on warm-start SFT examples per role, drawn from the seeds (0 = all).", within="[0, inf)"
+    )
+    warm_start_lr: float = _f(3e-4, "Learning rate of the warm-start SFT.", within="(0, 1)")
     # --- simulator: task generation ---
-    seeds_per_generation: int = _f(8, "Seed batches per generation (tasks drawn from the seed set and pool).")
-    variations_per_seed: int = _f(4, "n: variations the simulator writes per seed (one batch).")
-    simulator_max_new_tokens: int = _f(96, "Token cap for one simulator output.")
-    simulator_temperature: float = _f(0.9, "Sampling temperature of the simulator.")
-    simulator_top_p: float = _f(1.0, "Nucleus sampling of the simulator: sample from this top share of probability.")
+    seeds_per_generation: int = _f(
+        8, "Seed batches per generation (tasks drawn from the seed set and pool).", within="[1, inf)"
+    )
+    variations_per_seed: int = _f(4, "n: variations the simulator writes per seed (one batch).", within="[1, inf)")
+    simulator_max_new_tokens: int = _f(96, "Token cap for one simulator output.", within="[1, inf)")
+    simulator_temperature: float = _f(0.9, "Sampling temperature of the simulator.", within="[0, inf)")
+    simulator_top_p: float = _f(
+        1.0, "Nucleus sampling of the simulator: sample from this top share of probability.", within="(0, 1]"
+    )
     # --- agent: rollouts and verification ---
-    rollouts_per_task: int = _f(4, "k: agent answers per fresh task, the GRPO group size.")
-    pool_tasks_per_generation: int = _f(8, "Tasks sampled from the pool D_train and rolled out too.")
+    rollouts_per_task: int = _f(
+        4,
+        "k: agent answers per fresh task, the GRPO group size (GRPO learns from differences in a group).",
+        within="[2, inf)",
+    )
+    pool_tasks_per_generation: int = _f(8, "Tasks sampled from the pool D_train and rolled out too.", within="[0, inf)")
     agent_max_new_tokens: int = _f(
         128,
         "Token cap for one agent answer, in training and in the held-out measure: BFCL's scoring cap, so training "
         "never rewards an answer the benchmark would see cut off. A single-turn answer that reaches it scores 0.",
+        within="[1, inf)",
     )
-    agent_temperature: float = _f(1.0, "Sampling temperature of agent rollouts (held-out eval is greedy).")
+    agent_temperature: float = _f(
+        1.0, "Sampling temperature of agent rollouts (held-out eval is greedy).", within="[0, inf)"
+    )
     agent_top_p: float = _f(
-        1.0, "Nucleus sampling of agent rollouts; a small model sampled from its whole vocabulary writes noise."
+        1.0,
+        "Nucleus sampling of agent rollouts; a small model sampled from its whole vocabulary writes noise.",
+        within="(0, 1]",
     )
     abstention_share: float = _f(
         0.1,
@@ -140,6 +198,7 @@ class GenEnvConfig:
         "unrelated or of the same family, or stripped of a required value), simulator-written or pool tasks whose "
         "answer is `[]`. Applied to what is trained, after dynamic sampling. Keeps abstention (BFCL irrelevance) "
         "without teaching it over calls; domains without abstention ignore it.",
+        within="[0, 1)",
     )
     dynamic_sampling: bool = _f(
         True,
@@ -149,23 +208,29 @@ class GenEnvConfig:
         "trains on every group of one draw.",
     )
     dynamic_sampling_draws: int = _f(
-        3, "With dynamic_sampling: rounds of drawing and rolling out at most (the summary line says when it stopped)."
+        3,
+        "With dynamic_sampling: rounds of drawing and rolling out at most (the summary line says when it stopped).",
+        within="[1, inf)",
     )
     p_hat_rollouts: int = _f(
         8,
         "Agent rollouts per fresh task that estimate its p̂ (at least rollouts_per_task; 0: rollouts_per_task). GRPO "
         "trains on the first rollouts_per_task of them. With 4, a task the agent solves half the time lands in the "
         "±0.1 band 37.5% of the time; with 8, 27% (p̂ = 0.5 only) but p̂ is resolved to 1/8.",
+        within="[0, inf)",
     )
-    solved_threshold: float = _f(0.5, "A trajectory counts as solved when R_agent >= this.")
+    solved_threshold: float = _f(0.5, "A trajectory counts as solved when R_agent >= this.", within="(0, 1]")
     agent_wrong_call_reward: float = _f(
         0.0,
         "tool_call: R_agent of an answer to a task that asks for calls which calls the right functions with wrong "
         "arguments (below solved_threshold, so never solved). Above 0 it separates trying from abstaining, which "
         "both score 0 otherwise, so GRPO groups that fail every way still teach calling over `[]`.",
+        within="[0, inf)",
     )
     probe_tasks: int = _f(
-        16, "Fresh tasks answered greedily before and after the agent's update, to measure what the update did."
+        16,
+        "Fresh tasks answered greedily before and after the agent's update, to measure what the update did.",
+        within="[0, inf)",
     )
     # --- curriculum (the GenEnv paper, Eqs. 2-3) ---
     generator_reward: str = _f(
@@ -179,6 +244,7 @@ class GenEnvConfig:
         "group, as the official GenEnv code scores prompts), or 'batch', a seed's n variations together (Eq. 2 "
         "read literally; the band then passed 2 of 48 batches in an 8-generation run). R_env and the α band apply "
         "to the same unit.",
+        choices=REWARD_SCOPES,
     )
     simulator_training: bool = _f(
         True, "Update the simulator each generation (simulator_update); false freezes it (GenEnv-Random)."
@@ -190,56 +256,73 @@ class GenEnvConfig:
         "variations land nearer α (R-Zero's generator update); 'rwr': the paper's weighted SFT on D_env with "
         "w ∝ exp(λ R_env) (Alg. 1), which only sees in-band tasks and, with β = 2, weights differing by at most "
         "1.48x. grpo needs reward_scope=task.",
+        choices=SIMULATOR_UPDATES,
     )
     simulator_invalid_advantage: float = _f(
         -1.0,
         "GRPO advantage of a simulator output the domain rejected (also recorded as its reward). Valid outputs' "
         "advantages are normalised among the valid outputs of their seed's group only, so difficulty, not validity, "
         "decides between valid tasks, and invalidity is a penalty of its own.",
+        within="(-inf, 0]",
     )
     static_tasks: bool = _f(
         False, "Static augmentation: tasks are written once (generation 1) and every generation reuses that set."
     )
-    alpha: float = _f(0.5, "Target success rate α of the α-Curriculum Reward.")
-    beta: float = _f(2.0, "Sharpness β of R_env = exp(-β (p̂-α)^2).")
+    alpha: float = _f(0.5, "Target success rate α of the α-Curriculum Reward.", within="[0, 1]")
+    beta: float = _f(2.0, "Sharpness β of R_env = exp(-β (p̂-α)^2).", within="(0, inf)")
     k_min: float = _f(
-        0.1, "Band half-width: units (tasks or batches, reward_scope) with |p̂-α| > k_min stay out of D_env."
+        0.1,
+        "Band half-width: units (tasks or batches, reward_scope) with |p̂-α| > k_min stay out of D_env.",
+        within="[0, 1]",
     )
-    rwr_lambda: float = _f(1.0, "λ of the RWR weights w ∝ exp(λ R_env).")
+    rwr_lambda: float = _f(1.0, "λ of the RWR weights w ∝ exp(λ R_env).", within="[0, inf)")
     # --- updates ---
-    agent_lr: float = _f(5e-5, "GRPO learning rate (LoRA).")
+    agent_lr: float = _f(5e-5, "GRPO learning rate (LoRA).", within="(0, 1)")
     agent_kl_coef: float = _f(
-        0.001, "GRPO KL coefficient to the initial agent: its adapter after the warm start (paper: 0.001)."
+        0.001,
+        "GRPO KL coefficient to the initial agent: its adapter after the warm start (paper: 0.001).",
+        within="[0, inf)",
     )
     agent_replay_rows: int = _f(
         0,
         "Anchor against forgetting: after each GRPO update the agent takes supervised steps on the gold answers of "
         "this many D_train tasks (a quarter of them abstentions where the domain has them), in batches of "
         "train_batch_size, continuing the same AdamW; 0: off.",
+        within="[0, inf)",
     )
-    agent_epochs: int = _f(1, "GRPO passes over this generation's rollouts (TRL's num_iterations).")
+    agent_epochs: int = _f(1, "GRPO passes over this generation's rollouts (TRL's num_iterations).", within="[1, inf)")
     agent_minibatch_size: int = _f(
-        16, "Rollouts per GRPO optimizer step: a generation makes epochs x ceil(rollouts / this) steps."
+        16,
+        "Rollouts per GRPO optimizer step: a generation makes epochs x ceil(rollouts / this) steps.",
+        within="[1, inf)",
     )
-    agent_clip_epsilon: float = _f(0.2, "GRPO clip ε of the ratio to the rollout policy (TRL's epsilon).")
-    simulator_lr: float = _f(5e-5, "Simulator learning rate (LoRA), either update.")
+    agent_clip_epsilon: float = _f(
+        0.2, "GRPO clip ε of the ratio to the rollout policy (TRL's epsilon).", within="(0, 1)"
+    )
+    simulator_lr: float = _f(5e-5, "Simulator learning rate (LoRA), either update.", within="(0, 1)")
     simulator_kl_coef: float = _f(
-        0.1, "Simulator KL coefficient to the initial simulator: its adapter after the warm start (k3 in GRPO)."
+        0.1,
+        "Simulator KL coefficient to the initial simulator: its adapter after the warm start (k3 in GRPO).",
+        within="[0, inf)",
     )
     simulator_epochs: int = _f(
-        1, "Simulator passes over its records: this generation's outputs (GRPO) or D_env's (RWR)."
+        1, "Simulator passes over its records: this generation's outputs (GRPO) or D_env's (RWR).", within="[0, inf)"
     )
-    simulator_minibatch_size: int = _f(8, "Simulator outputs per GRPO optimizer step.")
-    simulator_max_records: int = _f(64, "RWR: cap on D_env records the simulator trains on per generation.")
+    simulator_minibatch_size: int = _f(8, "Simulator outputs per GRPO optimizer step.", within="[1, inf)")
+    simulator_max_records: int = _f(
+        64, "RWR: cap on D_env records the simulator trains on per generation.", within="[1, inf)"
+    )
     train_batch_size: int = _f(
         8,
         "Rows per optimizer step in SFT (warm start, RWR); rows of a micro-batch in GRPO, whose step is "
         "agent_minibatch_size rollouts. Either way cut into micro-batches of similar lengths.",
+        within="[1, inf)",
     )
     checkpoint_activations: bool = _f(
         False,
         "Recompute activations in GRPO and SFT backward passes instead of keeping them (gradient checkpointing): "
         "same results, less memory, more time (docs/performance.md, 'Measurements behind the code').",
+        shaping=False,
     )
     # --- where the compute runs (not part of the config hash: results are the same in-process or on a cluster) ---
     ray_address: str = _f(
@@ -247,23 +330,40 @@ class GenEnvConfig:
         "Ray cluster the stages that generate and train fan out to (docs/scale.md): empty runs them in this process; "
         "'auto' joins the cluster this machine belongs to (`ray start --head`), 'HOST:PORT' or 'ray://HOST:10001' "
         "a remote one, 'local' starts a private one for the run. Needs the ray extra.",
+        shaping=False,
     )
     rollout_workers: int = _f(
         2,
         "With ray_address: Ray actors that generate, each holding the base model (a call's conversations are split "
         "among them in order and gathered back in order), and train as data-parallel ranks.",
+        within="[1, inf)",
+        shaping=False,
     )
-    worker_cpus: float = _f(1.0, "With ray_address: CPUs each rollout worker reserves (it runs that many threads).")
-    worker_gpus: float = _f(0.0, "With ray_address: GPUs each rollout worker reserves (a fraction shares one).")
+    worker_cpus: float = _f(
+        1.0,
+        "With ray_address: CPUs each rollout worker reserves (it runs that many threads).",
+        within="(0, inf)",
+        shaping=False,
+    )
+    worker_gpus: float = _f(
+        0.0,
+        "With ray_address: GPUs each rollout worker reserves (a fraction shares one).",
+        within="[0, inf)",
+        shaping=False,
+    )
     trainer_shards: int = _f(
         1,
         "Planned, not built: GPUs one trainer's weights, adapters and AdamW states are sharded over (FSDP). `genenv "
         "plan` computes its effect on each GPU's memory; a run refuses values above 1 for now (docs/scale.md).",
+        within="[1, inf)",
+        shaping=False,
     )
     vllm_tensor_parallel: int = _f(
         1,
         "Planned, not built: GPUs one vLLM engine's weights and KV cache are split over (tensor parallelism). `genenv "
         "plan` computes its effect on each GPU's memory; a run refuses values above 1 for now (docs/scale.md).",
+        within="[1, inf)",
+        shaping=False,
     )
 
     def __post_init__(self) -> None:
@@ -275,90 +375,6 @@ class GenEnvConfig:
                 object.__setattr__(self, f.name, float(value))
             elif not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
                 raise ConfigError(f"{f.name}: expected {expected.__name__}, got {value!r}")
-        self._check()
-
-    def _check(self) -> None:
-        """What the values alone decide; names looked up in a registry are checked by `validate` at entry points."""
-
-        def need(ok: bool, name: str, why: str) -> None:
-            require(self, ok, name, why)
-
-        need(self.generations >= 0, "generations", "must be >= 0")
-        need(bool(self.run_name.strip()), "run_name", "must not be empty")
-        need(0.0 <= self.heldout_fraction < 1.0, "heldout_fraction", "must be in [0, 1)")
-        for name in (
-            "seeds_per_generation",
-            "variations_per_seed",
-            "rollouts_per_task",
-            "simulator_max_new_tokens",
-            "agent_max_new_tokens",
-            "generation_batch_size",
-            "lora_r",
-            "lora_alpha",
-            "agent_epochs",
-            "agent_minibatch_size",
-            "train_batch_size",
-            "simulator_max_records",
-            "simulator_minibatch_size",
-            "episode_max_turns",
-            "dynamic_sampling_draws",
-            "rollout_workers",
-            "trainer_shards",
-            "vllm_tensor_parallel",
-        ):
-            need(getattr(self, name) >= 1, name, "must be >= 1")
-        need(self.worker_cpus > 0, "worker_cpus", "must be > 0")
-        need(self.worker_gpus >= 0, "worker_gpus", "must be >= 0")
-        need(self.precision in ("float32", "bfloat16"), "precision", "must be float32 or bfloat16")
-        need(self.vllm_adapters in VLLM_ADAPTER_MODES, "vllm_adapters", f"must be one of {list(VLLM_ADAPTER_MODES)}")
-        need(0.0 < self.vllm_gpu_memory_utilization <= 1.0, "vllm_gpu_memory_utilization", "must be in (0, 1]")
-        need(all(self.lora_target_modules), "lora_targets", "must name modules, comma-separated, or all-linear")
-        need(self.rollouts_per_task >= 2, "rollouts_per_task", "must be >= 2: GRPO learns from differences in a group")
-        need(0.0 < self.agent_clip_epsilon < 1.0, "agent_clip_epsilon", "must be in (0, 1)")
-        for name in ("agent_top_p", "simulator_top_p"):
-            need(0.0 < getattr(self, name) <= 1.0, name, "must be in (0, 1]")
-        at_least_zero = (
-            "pool_tasks_per_generation",
-            "warm_start_epochs",
-            "warm_start_examples",
-            "simulator_epochs",
-            "probe_tasks",
-            "agent_replay_rows",
-            "p_hat_rollouts",
-        )
-        for name in (*at_least_zero, "max_heldout"):
-            need(getattr(self, name) >= 0, name, "must be >= 0")
-        need(0.0 < self.solved_threshold <= 1.0, "solved_threshold", "must be in (0, 1]")
-        need(
-            0.0 <= self.agent_wrong_call_reward < self.solved_threshold,
-            "agent_wrong_call_reward",
-            "must be in [0, solved_threshold): a wrong call is never solved",
-        )
-        need(0.0 <= self.abstention_share < 1.0, "abstention_share", "must be in [0, 1)")
-        need(0.0 <= self.alpha <= 1.0, "alpha", "must be in [0, 1]")
-        need(self.beta > 0, "beta", "must be > 0")
-        need(0.0 <= self.k_min <= 1.0, "k_min", "must be in [0, 1]")
-        band = f"the α band alpha ± k_min ({self.alpha} ± {self.k_min}) must lie inside [0, 1]"
-        need(self.k_min <= min(self.alpha, 1.0 - self.alpha), "k_min", band)
-        need(self.rwr_lambda >= 0, "rwr_lambda", "must be >= 0")
-        need(self.reward_scope in REWARD_SCOPES, "reward_scope", f"must be one of {list(REWARD_SCOPES)}")
-        need(
-            self.simulator_update in SIMULATOR_UPDATES, "simulator_update", f"must be one of {list(SIMULATOR_UPDATES)}"
-        )
-        need(
-            self.simulator_update != "grpo" or self.reward_scope == "task",
-            "simulator_update",
-            "grpo needs reward_scope=task: with one p̂ per seed batch every variation of a seed earns the same reward",
-        )
-        need(
-            self.simulator_invalid_advantage <= 0,
-            "simulator_invalid_advantage",
-            "must be <= 0: a rejected output must not be pushed up",
-        )
-        for name in ("warm_start_lr", "agent_lr", "simulator_lr"):
-            need(0 < getattr(self, name) < 1, name, "must be in (0, 1)")
-        for name in ("agent_kl_coef", "simulator_kl_coef", "simulator_temperature", "agent_temperature"):
-            need(getattr(self, name) >= 0, name, "must be >= 0")
 
     # --- derived values ---
     @property
@@ -384,29 +400,21 @@ class GenEnvConfig:
         return dataclasses.asdict(self)
 
     def hash(self) -> str:
-        """Identifies the settings that shape results (names and paths excluded)."""
-        shaping = {k: v for k, v in self.to_dict().items() if k not in _NOT_SHAPING}
+        """Identifies the settings that shape results (the fields whose metadata says `shaping`)."""
+        shaping = {k: v for k, v in self.to_dict().items() if k not in NOT_SHAPING}
         return hashlib.sha256(json.dumps(shaping, sort_keys=True).encode()).hexdigest()[:16]
 
     def replace(self, **changes: Any) -> GenEnvConfig:
-        return load_config(None, {k: str(v) for k, v in changes.items()}, base=self)
+        """This config with typed values changed (text goes through `load_config`); unchecked, like any config."""
+        unknown = sorted(set(changes) - set(FIELDS))
+        if unknown:
+            raise ConfigError(f"{unknown[0]}: unknown config field")
+        return dataclasses.replace(self, **changes)
 
 
-_NOT_SHAPING = {
-    "run_name",
-    "vllm_gpu_memory_utilization",
-    "data_dir",
-    "warehouse_uri",
-    "benchmarks_dir",
-    "checkpoint_activations",
-    "ray_address",
-    "rollout_workers",
-    "worker_cpus",
-    "worker_gpus",
-    "trainer_shards",
-    "vllm_tensor_parallel",
-}
-
+FIELDS = {f.name: f for f in fields(GenEnvConfig)}
+NOT_SHAPING = frozenset(name for name, f in FIELDS.items() if not f.metadata["shaping"])
+"""Fields that change where or under which name results are made, not what they are: outside the hash."""
 RESUMABLE_CHANGES = frozenset({"generations"})
 """Shaping fields a resumed run may change: asking for more generations extends it; nothing made so far differs."""
 
@@ -417,91 +425,48 @@ def require(config: GenEnvConfig, ok: bool, name: str, why: str) -> None:
         raise ConfigError(f"{name}: {why} (got {getattr(config, name)!r})")
 
 
+def check_values(config: GenEnvConfig) -> GenEnvConfig:
+    """`config`, when every field is within its metadata's interval or choices and the rules that tie fields
+    together hold; else ConfigError naming the field. What the values alone decide (`validate` adds the rest)."""
+    for name, f in FIELDS.items():
+        value = getattr(config, name)
+        if "within" in f.metadata:
+            require(config, value in f.metadata["within"], name, f"must be {f.metadata['within']}")
+        if "choices" in f.metadata:
+            require(config, value in f.metadata["choices"], name, f"must be one of {list(f.metadata['choices'])}")
+    require(config, bool(config.run_name.strip()), "run_name", "must not be empty")
+    require(
+        config, all(config.lora_target_modules), "lora_targets", "must name modules, comma-separated, or all-linear"
+    )
+    band = f"the α band alpha ± k_min ({config.alpha} ± {config.k_min}) must lie inside [0, 1]"
+    require(config, config.k_min <= min(config.alpha, 1.0 - config.alpha), "k_min", band)
+    wrong_call = "must be below solved_threshold: a wrong call is never solved"
+    require(config, config.agent_wrong_call_reward < config.solved_threshold, "agent_wrong_call_reward", wrong_call)
+    one_reward_per_batch = "grpo needs reward_scope=task: with one p̂ per seed batch every variation earns the same"
+    grpo_per_task = config.simulator_update != "grpo" or config.reward_scope == "task"
+    require(config, grpo_per_task, "simulator_update", one_reward_per_batch)
+    return config
+
+
 def resume_differences(stored: GenEnvConfig, requested: GenEnvConfig) -> list[str]:
     """'field: stored -> requested' for each shaping field a resume would change (empty: it may resume)."""
     a, b = stored.to_dict(), requested.to_dict()
-    ignored = _NOT_SHAPING | RESUMABLE_CHANGES
+    ignored = NOT_SHAPING | RESUMABLE_CHANGES
     return [f"{name}: {a[name]!r} -> {b[name]!r}" for name in sorted(a) if name not in ignored and a[name] != b[name]]
 
 
-def check_local_paths(config: GenEnvConfig) -> None:
-    """Where a run will read and write on this machine, checked before anything loads or registers a run (not on
-    every config: a stored config names paths of the machine that ran it). A model given as a path that does not
-    exist is refused instead of being tried as a hub id; `data_dir` must be a writable folder or creatable, and
-    `benchmarks_dir`, when given, a folder."""
-    model = Path(config.model).expanduser()
-    if _looks_local(config.model) and not (model / "config.json").is_file():
-        missing = "does not exist" if not model.exists() else "has no config.json"
-        raise ConfigError(
-            f"model: local folder {config.model!r} {missing} (a hub id looks like org/name; the embedded model "
-            "is embedded:smollm2-135m-instruct)"
-        )
-    data = Path(config.data_dir).expanduser()
-    if data.exists() and not data.is_dir():
-        raise ConfigError(f"data_dir: {config.data_dir!r} is a file, not a folder")
-    try:  # the run makes the folder anyway; a file written and removed is the one sure test of writing there
-        data.mkdir(parents=True, exist_ok=True)
-        tempfile.TemporaryFile(dir=data).close()
-    except OSError as exc:
-        raise ConfigError(f"data_dir: {config.data_dir!r} is not writable ({exc.strerror or exc})") from None
-    if config.benchmarks_dir and not Path(config.benchmarks_dir).is_dir():
-        raise ConfigError(f"benchmarks_dir: folder does not exist (got {config.benchmarks_dir!r})")
-    check_cluster(config)
-
-
-def check_cluster(config: GenEnvConfig) -> None:
-    """A `ray_address` needs Ray installed here, and when it names a cluster, its head's port must answer, before
-    anything loads (not on every config: a stored config names the cluster of the machine that ran it)."""
-    if not config.ray_address:
-        return
-    if importlib.util.find_spec("ray") is None:
-        raise ConfigError(f"ray_address: {RAY_INSTALL_HINT} (got {config.ray_address!r})")
-    if config.ray_address == "local":
-        return
-    address = config.ray_address
-    if address == "auto":
-        address = os.environ.get("RAY_ADDRESS", "") or _current_ray_cluster()
-        if not address:
-            raise ConfigError(f"ray_address: no Ray cluster runs on this machine (got 'auto'); {RAY_START_HINT}")
-    host, port = ray_host_port(address)
-    try:
-        socket.create_connection((host or "127.0.0.1", int(port)), timeout=5).close()
-    except (OSError, ValueError) as exc:
-        raise ConfigError(
-            f"ray_address: cannot reach the Ray cluster at {address!r} ({exc}); {RAY_START_HINT}"
-        ) from None
-
-
-def ray_host_port(address: str) -> tuple[str, str]:
-    """('HOST', 'PORT') of 'HOST:PORT' or 'ray://HOST:PORT'."""
-    host, _, port = address.removeprefix("ray://").rpartition(":")
-    return host, port
-
-
-RAY_INSTALL_HINT = "needs Ray: pip install 'genenv-coevolve[ray]' (a checkout: make installs it)"
-RAY_START_HINT = (
-    "start one with `ray start --head --node-ip-address 127.0.0.1 --port 6379`, then ray_address: 127.0.0.1:6379"
-)
-
-
-def _current_ray_cluster() -> str:
-    """The address `ray start` leaves for 'auto' to find (Ray's own file), or ''."""
-    path = Path(tempfile.gettempdir()) / "ray" / "ray_current_cluster"
-    return path.read_text().strip() if path.is_file() else ""
-
-
-def _looks_local(model: str) -> bool:
-    """A path rather than a hub id (org/name) or the embedded model: absolute, relative with ./ or ../, from ~, or
-    deeper than org/name."""
-    return not model.startswith("embedded:") and (
-        model.startswith(("/", ".", "~")) or model.count("/") > 1 or Path(model).exists()
-    )
-
-
 def field_help() -> list[tuple[str, str, Any, str]]:
-    """(name, type, default, help) for every field, for `genenv config` and the docs."""
+    """(name, type, default, help) for every field, for `genenv config` and the docs; the help ends with the
+    values the field may take and whether the config hash leaves it out."""
     hints = get_type_hints(GenEnvConfig)
-    return [(f.name, hints[f.name].__name__, f.default, f.metadata["help"]) for f in fields(GenEnvConfig)]
+    return [(name, hints[name].__name__, f.default, _described(f)) for name, f in FIELDS.items()]
+
+
+def _described(f: dataclasses.Field) -> str:
+    meta = f.metadata
+    allowed = f" Must be {meta['within']}." if "within" in meta else ""
+    allowed += f" One of {list(meta['choices'])}." if "choices" in meta else ""
+    return meta["help"] + allowed + ("" if meta["shaping"] else " Outside the config hash.")
 
 
 def _coerce(name: str, text: str, kind: type) -> Any:

@@ -20,9 +20,10 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from genenv.config import ConfigError, Placement, ray_host_port
+from genenv.config import ConfigError, Placement
 from genenv.models.sampling import Completion, SamplingSettings
 from genenv.runtime.checkpoints import Checkpoints
+from genenv.runtime.cluster import ray_host_port
 from genenv.runtime.failures import PLAN_HINT, WorkerFailed, WorkerLost, classified, out_of_memory
 from genenv.runtime.interface import TrainingKey, Update
 from genenv.runtime.workers import GenerationWorker, WorkerSettings

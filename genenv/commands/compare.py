@@ -62,10 +62,6 @@ def run(args: argparse.Namespace) -> int:
     benchmarks = [name.strip() for name in args.benchmarks.split(",") if name.strip()] if args.benchmarks else None
     seeds = parse_seeds(args.seeds)
     plans = plan_arms(arms, args.config, overrides, seeds)
-    from genenv.flows.validation import validate
-
-    for plan in plans:
-        validate(plan.config)
     check_benchmarks(benchmarks)
     from genenv.evaluation.benchmark_registry import DEFAULT_BENCHMARKS, check_item_sizes, present_benchmarks
 
@@ -85,9 +81,10 @@ def run(args: argparse.Namespace) -> int:
         sharing = [plan for plan in plans if plan.role != BASE]
         check_shared_run(Warehouse(plans[0].config.resolved_warehouse_uri), args.from_run, sharing)
     from genenv.commands.environment import prepare_command
-    from genenv.config import check_local_paths
+    from genenv.flows.validation import validate
 
-    check_local_paths(plans[0].config)
+    for plan in plans:  # last of the checks: it makes the data folder, as the run would
+        validate(plan.config)
     prepare_command(plans[0].config.data_dir, args.debug)
     from genenv.flows.compare import compare
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from genenv.commands.environment import invoked_as, prepare_command
-from genenv.config import check_local_paths, load_config, parse_overrides
+from genenv.config import load_config, parse_overrides
 from genenv.flows.validation import validate
 
 
@@ -20,7 +20,6 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     overrides = parse_overrides(args.set)
     config = validate(load_config(args.config, overrides))
-    check_local_paths(config)
     prepare_command(config.data_dir, args.debug)
     from genenv.flows.evolve import evolve
     from genenv.models.loading import prefetch_base_model

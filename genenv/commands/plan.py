@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from genenv.config import GenEnvConfig, load_config, parse_overrides
+from genenv.config import GenEnvConfig, check_values, load_config, parse_overrides
 from genenv.models.memory_plan import (
     ARCHITECTURES,
     GIB,
@@ -39,7 +39,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    config = load_config(args.config, parse_overrides(args.set))
+    # Planned, not run here: its values are checked, not its backend, domain, paths or cluster (`validate`), so a
+    # GPU config plans on a laptop.
+    config = check_values(load_config(args.config, parse_overrides(args.set)))
     arch = architecture(config)
     settings = PlanSettings.of(config, args.prompt_tokens)
     plans = [memory_plan(arch, settings, gib * GIB) for gib in args.gpu_memory or local_cards()]

@@ -27,9 +27,7 @@ def run(args: argparse.Namespace) -> int:
 
     config = validate(plan_fork(Warehouse(args.warehouse), args.run, args.generation, overrides))
     from genenv.commands.environment import invoked_as, prepare_command
-    from genenv.config import check_local_paths
 
-    check_local_paths(config)
     prepare_command(config.data_dir, args.debug)
     from genenv.flows.rerun import rerun_generation
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from genenv.config import ConfigError, GenEnvConfig, load_config
+from genenv.config import ConfigError, GenEnvConfig, check_values, load_config
 from genenv.flows.validation import validate
 from genenv.models.backends import BACKENDS
 
@@ -26,11 +26,11 @@ def test_choosing_vllm_without_it_fails_at_validation_naming_the_fix():
         validate(GenEnvConfig(backend="vllm"))
 
 
-def test_a_bad_engine_setting_fails_when_the_config_is_built():
+def test_a_bad_engine_setting_fails_when_the_config_is_checked():
     with pytest.raises(ConfigError, match=r"^vllm_adapters: must be one of \['merged', 'lora'\] \(got 'sideways'\)"):
-        GenEnvConfig(backend="vllm", vllm_adapters="sideways")
+        check_values(GenEnvConfig(backend="vllm", vllm_adapters="sideways"))
     with pytest.raises(ConfigError, match=r"^vllm_gpu_memory_utilization: must be in \(0, 1\]"):
-        GenEnvConfig(vllm_gpu_memory_utilization=1.5)
+        check_values(GenEnvConfig(vllm_gpu_memory_utilization=1.5))
 
 
 def test_the_adapter_mode_shapes_results_and_the_gpu_share_does_not():

@@ -1,7 +1,22 @@
+import ast
+from pathlib import Path
+
 import pytest
 
-from genenv.config import ConfigError, GenEnvConfig, config_from_dict, field_help, load_config, parse_overrides
+from genenv.config import (
+    FIELDS,
+    NOT_SHAPING,
+    ConfigError,
+    GenEnvConfig,
+    config_from_dict,
+    field_help,
+    load_config,
+    parse_overrides,
+    resume_differences,
+)
 from genenv.flows.validation import validate
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_defaults_follow_the_paper():
@@ -34,7 +49,7 @@ def test_defaults_follow_the_paper():
     ],
 )
 def test_bad_values_fail_naming_the_field(overrides, field):
-    """As an entry point checks a config: its values when built, then the names it looks up in a registry."""
+    """As an entry point checks a config (`validate`): its values, then the names it looks up in a registry."""
     with pytest.raises(ConfigError, match=rf"^{field}:"):
         validate(load_config(None, overrides))
 
@@ -100,3 +115,129 @@ def test_every_simulator_update_the_config_accepts_exists():
     from genenv.tasks.simulator_update import SIMULATOR_UPDATES
 
     assert set(SIMULATOR_UPDATES) == set(config.SIMULATOR_UPDATES)
+
+
+def _outside(field: str) -> list[float]:
+    """Values just past each finite end of a field's interval (the end itself where it is open)."""
+    within = FIELDS[field].metadata["within"]
+    low, high = within.ends()
+    values = [] if low == float("-inf") else [low if within.text[0] == "(" else low - 1]
+    return values + ([] if high == float("inf") else [high if within.text[-1] == ")" else high + 1])
+
+
+@pytest.mark.parametrize("field", [name for name, f in FIELDS.items() if "within" in f.metadata])
+def test_every_bound_in_a_fields_metadata_refuses_a_value_outside_it_naming_the_field(field):
+    """No list of names to keep in step: a field whose metadata gives an interval is checked against it."""
+    kind = type(FIELDS[field].default)
+    for value in _outside(field):
+        with pytest.raises(ConfigError, match=rf"^{field}: must be (in |[<>]=? ).* \(got {kind(value)!r}\)$"):
+            validate(GenEnvConfig(**{field: kind(value)}))
+
+
+@pytest.mark.parametrize("field", [name for name, f in FIELDS.items() if "choices" in f.metadata])
+def test_every_choice_in_a_fields_metadata_is_enforced(field):
+    with pytest.raises(ConfigError, match=rf"^{field}: must be one of \[.*\] \(got 'nope'\)$"):
+        validate(GenEnvConfig(**{field: "nope"}))
+
+
+def test_the_config_is_data_a_bad_value_is_refused_by_validate_not_when_built(tmp_path):
+    """Building checks only types; the one call an entry point makes, `validate`, checks the rest."""
+    out_of_band = GenEnvConfig(alpha=1.5, data_dir=str(tmp_path))
+    assert out_of_band.alpha == 1.5
+    with pytest.raises(ConfigError, match=r"^alpha: must be in \[0, 1\] \(got 1.5\)$"):
+        validate(out_of_band)
+    with pytest.raises(ConfigError, match="^alpha: expected float, got '0.3'"):
+        GenEnvConfig(alpha="0.3")
+    assert validate(GenEnvConfig(data_dir=str(tmp_path))) == GenEnvConfig(data_dir=str(tmp_path))
+
+
+def test_rules_that_tie_fields_together_name_the_field_and_why(tmp_path):
+    cases = [
+        ({"alpha": 0.95, "k_min": 0.1}, r"^k_min: the α band alpha ± k_min \(0.95 ± 0.1\) must lie inside \[0, 1\]"),
+        ({"agent_wrong_call_reward": 0.5}, "^agent_wrong_call_reward: must be below solved_threshold"),
+        ({"reward_scope": "batch"}, "^simulator_update: grpo needs reward_scope=task"),
+        ({"run_name": " "}, "^run_name: must not be empty"),
+        ({"lora_targets": "q_proj,,v_proj"}, "^lora_targets: must name modules"),
+    ]
+    for values, message in cases:
+        with pytest.raises(ConfigError, match=message):
+            validate(GenEnvConfig(data_dir=str(tmp_path), **values))
+    validate(GenEnvConfig(data_dir=str(tmp_path), reward_scope="batch", simulator_update="rwr"))
+
+
+def test_replace_takes_typed_values_without_a_text_round_trip():
+    config = GenEnvConfig().replace(alpha=0.3, generations=5, warm_start=False)
+    assert (config.alpha, config.generations, config.warm_start) == (0.3, 5, False)
+    assert GenEnvConfig().replace(alpha=1).alpha == 1.0 and isinstance(GenEnvConfig().replace(alpha=1).alpha, float)
+    with pytest.raises(ConfigError, match="^alpha: expected float, got '0.3'"):
+        GenEnvConfig().replace(alpha="0.3")  # text is parsed by load_config, which knows it is text
+    with pytest.raises(ConfigError, match="^colour: unknown config field"):
+        GenEnvConfig().replace(colour="blue")
+
+
+def test_the_config_hash_of_runs_already_stored_is_unchanged():
+    """Runs resume and are compared by these hashes: the default config's and configs/laptop.yaml's, as they were
+    before the hash flag moved into the fields' metadata. A new field that shapes results changes them on purpose."""
+    assert GenEnvConfig().hash() == "5f3b05e633c6a789"
+    assert load_config(REPO / "configs" / "laptop.yaml").hash() == "3611df0a9eb95efa"
+
+
+def test_the_fields_outside_the_hash_are_where_and_under_which_name_results_are_made():
+    assert {
+        "run_name",
+        "vllm_gpu_memory_utilization",
+        "data_dir",
+        "warehouse_uri",
+        "benchmarks_dir",
+        "checkpoint_activations",
+        "ray_address",
+        "rollout_workers",
+        "worker_cpus",
+        "worker_gpus",
+        "trainer_shards",
+        "vllm_tensor_parallel",
+    } == NOT_SHAPING
+    base = GenEnvConfig()
+    assert resume_differences(base, base.replace(ray_address="local", data_dir="x", generations=9)) == []
+    assert resume_differences(base, base.replace(alpha=0.3)) == ["alpha: 0.5 -> 0.3"]
+
+
+def test_genenv_config_says_what_each_field_may_take_and_whether_it_is_hashed():
+    helps = {name: text for name, _kind, _default, text in field_help()}
+    assert helps["alpha"].endswith("Must be in [0, 1].")
+    assert helps["generations"].endswith("Must be >= 0.")
+    assert helps["reward_scope"].endswith("One of ['task', 'batch'].")
+    assert helps["worker_cpus"].endswith("Must be > 0. Outside the config hash.")
+
+
+CHECKS = {"check_values", "check_names", "check_local_paths", "check_cluster", "validate"}
+
+
+def _checks_called(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    called = {node.func.id for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
+    called |= {
+        node.func.attr for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+    }
+    return called & CHECKS
+
+
+def test_entry_points_check_a_config_with_one_call_validate():
+    """Every command and flow that checks a config calls `validate` alone (`genenv plan`, which plans a config to run
+    elsewhere, checks its values alone); the config module opens no socket and reads no file system path."""
+    entry_points = [*sorted((REPO / "genenv" / "commands").glob("*.py")), *sorted((REPO / "flows").glob("*.py"))]
+    calls = {path.relative_to(REPO).as_posix(): _checks_called(path) for path in entry_points}
+    calls.pop("flows/validation.py")
+    assert {path: checks for path, checks in calls.items() if checks - {"validate"}} == {
+        "genenv/commands/plan.py": {"check_values"}
+    }
+    assert {"genenv/commands/evolve.py", "flows/evolve.py", "flows/rerun.py", "flows/evaluate.py"} <= {
+        path for path, checks in calls.items() if checks == {"validate"}
+    }
+    imported = {
+        alias.name.split(".")[0]
+        for node in ast.walk(ast.parse((REPO / "genenv" / "config.py").read_text(encoding="utf-8")))
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        for alias in (node.names if isinstance(node, ast.Import) else [ast.alias(node.module or "")])
+    }
+    assert not imported & {"socket", "os", "tempfile", "importlib"}

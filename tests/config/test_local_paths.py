@@ -1,4 +1,4 @@
-"""Where a run reads and writes, checked before any model loads or a run is registered: one line, exit 2."""
+"""Where a run reads and writes, checked by `validate` before any model loads or a run is registered: one line."""
 
 from __future__ import annotations
 
@@ -13,33 +13,33 @@ from pathlib import Path
 
 import pytest
 
-from genenv.config import ConfigError, GenEnvConfig, check_local_paths
+from genenv.config import ConfigError, GenEnvConfig
 from genenv.flows.validation import validate
 
 
 def test_a_model_path_that_does_not_exist_is_refused_not_tried_as_a_hub_id(tmp_path):
     for model in ("/no/such/model", "./models/mine", "~/nowhere/model", "data/models/x"):
         with pytest.raises(ConfigError, match=f"model: local folder '{model}' does not exist"):
-            check_local_paths(GenEnvConfig(model=model, data_dir=str(tmp_path)))
+            validate(GenEnvConfig(model=model, data_dir=str(tmp_path)))
     (tmp_path / "empty").mkdir()
     with pytest.raises(ConfigError, match="has no config.json"):
-        check_local_paths(GenEnvConfig(model=str(tmp_path / "empty"), data_dir=str(tmp_path)))
+        validate(GenEnvConfig(model=str(tmp_path / "empty"), data_dir=str(tmp_path)))
     (tmp_path / "empty" / "config.json").write_text("{}")
-    check_local_paths(GenEnvConfig(model=str(tmp_path / "empty"), data_dir=str(tmp_path)))
-    check_local_paths(GenEnvConfig(model="HuggingFaceTB/SmolLM2-135M-Instruct", data_dir=str(tmp_path)))  # a hub id
+    validate(GenEnvConfig(model=str(tmp_path / "empty"), data_dir=str(tmp_path)))
+    validate(GenEnvConfig(model="HuggingFaceTB/SmolLM2-135M-Instruct", data_dir=str(tmp_path)))  # a hub id
 
 
 def test_a_benchmarks_dir_that_does_not_exist_is_refused_here_not_in_a_stored_config(tmp_path):
     """A stored config names the folders of the machine that ran it: reading it elsewhere (to score the run) works."""
     elsewhere = GenEnvConfig(data_dir=str(tmp_path), benchmarks_dir="/no/such/folder")
     with pytest.raises(ConfigError, match=r"^benchmarks_dir: folder does not exist \(got '/no/such/folder'\)"):
-        check_local_paths(elsewhere)
+        validate(elsewhere)
 
 
 def test_a_data_dir_that_is_a_file_is_refused(tmp_path):
     (tmp_path / "file").write_text("")
     with pytest.raises(ConfigError, match="data_dir: '.*file' is a file, not a folder"):
-        check_local_paths(GenEnvConfig(data_dir=str(tmp_path / "file")))
+        validate(GenEnvConfig(data_dir=str(tmp_path / "file")))
 
 
 def test_a_data_dir_that_cannot_be_written_is_refused(tmp_path):
@@ -51,7 +51,7 @@ def test_a_data_dir_that_cannot_be_written_is_refused(tmp_path):
         (tmp_path / "locked").mkdir(mode=0o555)
         unwritable = tmp_path / "locked" / "data"
     with pytest.raises(ConfigError, match=f"data_dir: '{unwritable}' is not writable"):
-        check_local_paths(GenEnvConfig(data_dir=str(unwritable)))
+        validate(GenEnvConfig(data_dir=str(unwritable)))
 
 
 def test_the_cli_refuses_a_missing_model_in_one_line_before_registering_a_run(tmp_path):
@@ -85,11 +85,11 @@ def test_a_ray_cluster_that_cannot_be_reached_is_refused_with_how_to_start_one(t
     for address in (f"127.0.0.1:{port}", f"ray://127.0.0.1:{port}"):
         config = GenEnvConfig(data_dir=str(tmp_path), ray_address=address)
         with pytest.raises(ConfigError, match=f"ray_address: cannot reach the Ray cluster at '{address}'.*ray start"):
-            check_local_paths(config)
+            validate(config)
     with pytest.raises(ConfigError, match="rollout_workers: must be >= 1"):
-        GenEnvConfig(ray_address="local", rollout_workers=0)
+        validate(GenEnvConfig(ray_address="local", rollout_workers=0))
     with listening() as port:
-        check_local_paths(GenEnvConfig(data_dir=str(tmp_path), ray_address=f"127.0.0.1:{port}"))
+        validate(GenEnvConfig(data_dir=str(tmp_path), ray_address=f"127.0.0.1:{port}"))
 
 
 @contextlib.contextmanager

@@ -16,7 +16,8 @@ from prefect.settings import PREFECT_API_URL, temporary_settings
 from prefect.states import Running
 
 from genenv.commands.environment import prepare_environment
-from genenv.config import ConfigError, GenEnvConfig, check_local_paths
+from genenv.config import ConfigError, GenEnvConfig
+from genenv.flows.validation import validate
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
@@ -72,7 +73,7 @@ def test_stack_up_starts_a_ray_head_that_down_stops(tmp_path: Path) -> None:
     try:
         out = _genenv("stack", "up", *stack, "--port", str(port), "--ray-port", str(ray_port), env=env)
         assert f"--set ray_address={address}" in out
-        check_local_paths(GenEnvConfig(data_dir=str(tmp_path), ray_address=address))
+        validate(GenEnvConfig(data_dir=str(tmp_path), ray_address=address))
         head = int((tmp_path / "prefect" / "stack" / "ray.pid").read_text())
         status = _genenv("stack", "status", *stack, env=env)
         assert f"ray_pid: {head}" in status and f"ray_address: {address}" in status
@@ -81,4 +82,4 @@ def test_stack_up_starts_a_ray_head_that_down_stops(tmp_path: Path) -> None:
     with pytest.raises(ProcessLookupError):
         os.killpg(head, 0)  # nothing the head started is left
     with pytest.raises(ConfigError, match="cannot reach the Ray cluster"):
-        check_local_paths(GenEnvConfig(data_dir=str(tmp_path), ray_address=address))
+        validate(GenEnvConfig(data_dir=str(tmp_path), ray_address=address))

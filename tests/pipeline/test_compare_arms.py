@@ -21,7 +21,7 @@ from genenv.arms import (
     generation_zero_differences,
     plan_arms,
 )
-from genenv.config import ConfigError, GenEnvConfig, load_config
+from genenv.config import ConfigError, GenEnvConfig, check_values, load_config
 from genenv.errors import RerunError
 from genenv.evaluation.benchmark_registry import select_items
 from genenv.evaluation.bfcl import Bfcl
@@ -41,7 +41,7 @@ ITEMS = {"simple_python": 3, "multiple": 2, "irrelevance": 2, "parallel": 0}
 
 def test_every_arm_is_a_valid_config():
     for arm in ARMS:
-        load_config(None, arm_overrides(arm))
+        check_values(load_config(None, arm_overrides(arm)))
     with pytest.raises(ConfigError, match="^arms: unknown arm 'nope'"):
         arm_overrides("nope")
 
