@@ -4,7 +4,7 @@ the previous sampler (`generate`'s temperature and top-p warpers over the whole 
 over the batch) versus `next_tokens` (the nucleus among the 64 likeliest tokens, one uniform draw per row).
 
     python bench/continuous_batching.py [--models data/models] [--tasks 24] [--k 4] [--batch-size 16]
-                                        [--precision bfloat16|float32] [--rounds 2]
+                                        [--precision bfloat16|float32] [--rounds 2] [--model DIR] [--smoke]
 
 Prompts are the agent's prompts for the first `--tasks` tool-call seeds (about 250 tokens). Two shapes, as the
 demo runs them, up to 48 new tokens: the rollout stage (each prompt `--k` times, sampled at temperature 0.7 and
@@ -30,17 +30,17 @@ from genenv.models.transformers_backend import TransformersBackend
 class WholeBatches(TransformersBackend):
     """Length-sorted batches admitted only when the previous one is done, its rows decoding until all are."""
 
-    def _admissible(self, rows: DecodingRows | None, queued: list[int], budget: int, max_new_tokens: int) -> int:
-        return 0 if rows is not None else super()._admissible(rows, queued, budget, max_new_tokens)
+    def admitted(self, rows: DecodingRows | None, queued: list[int], budget: int, max_new_tokens: int) -> int:
+        return 0 if rows is not None else super().admitted(rows, queued, budget, max_new_tokens)
 
-    def _compacts(self, rows: DecodingRows) -> bool:
+    def compacts(self, rows: DecodingRows) -> bool:
         return False
 
 
 class WholeBatchesSortedSampler(WholeBatches):
     """Whole batches, sampled as `generate` samples: its warpers, then one `torch.multinomial` for the batch."""
 
-    def _sample(
+    def sample(
         self, logits: torch.Tensor, generators: list[torch.Generator], sampling: SamplingSettings
     ) -> torch.Tensor:
         if sampling.temperature <= 0:

@@ -2,6 +2,7 @@
 generation runs it), against the machine's roofline measured in the same run.
 
     python bench/decode_step.py [--models data/models] [--precision float32|bfloat16] [--rows 1 8 16 32 64]
+                                [--model DIR] [--smoke]
 
 For each batch width: one forward pass of one new token per row over a KV cache of about 60 positions (a
 quarter of the rows left-padded, so attention takes a mask, as in generation), the median of `--steps`; then the
@@ -16,14 +17,13 @@ import argparse
 import os
 import time
 from functools import partial
-from pathlib import Path
 
 import torch
 from generation_batching import matmul_gflops  # bench/ is the script's folder
+from options import add_model_options, base_model, parsed
 
-from genenv.models.kv_cache import DecodingCache
-from genenv.models.loading import EMBEDDED_MODEL, resolve_base_model
-from genenv.models.onednn_linears import PackedLinear, base_linears, onednn_supports, packed_linears
+from genenv.models.cpu.kv_cache import DecodingCache
+from genenv.models.cpu.onednn_linears import PackedLinear, base_linears, onednn_supports, packed_linears
 from genenv.models.policy import LoraSettings, PolicyPair, cache_argument
 
 PROMPT = 48
@@ -54,7 +54,7 @@ def median(values: list[float]) -> float:
 def step_seconds(policy: PolicyPair, rows: int, steps: int) -> float:
     """Median seconds of a decoding step of `rows` rows after a prompt of PROMPT positions."""
     generator = torch.Generator().manual_seed(rows)
-    ids = torch.randint(100, 40_000, (rows, PROMPT), generator=generator)
+    ids = torch.randint(100, min(40_000, len(policy.tokenizer)), (rows, PROMPT), generator=generator)
     mask = torch.ones(rows, PROMPT, dtype=torch.long)
     mask[: rows // 4, :5] = 0
     model = policy.model.get_base_model()
@@ -91,16 +91,17 @@ def matmul_seconds(linears: list[torch.nn.Linear], rows: int, repeats: int = 5) 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--models", type=Path, default=Path("data") / "models", help="model cache folder")
+    parser = add_model_options(argparse.ArgumentParser(description=__doc__.split("\n\n")[0]))
     parser.add_argument("--precision", choices=("float32", "bfloat16"), default="bfloat16")
     parser.add_argument("--rows", type=int, nargs="+", default=[1, 8, 16, 32, 64])
     parser.add_argument("--steps", type=int, default=24)
-    args = parser.parse_args()
+    parser.add_argument("--weight-mb", type=int, default=256, help="the weight streamed to measure reading speed")
+    args = parsed(parser, rows=[2], steps=2, weight_mb=4)
 
-    policy = PolicyPair.load(resolve_base_model(EMBEDDED_MODEL, args.models), LoraSettings(), precision=args.precision)
+    policy = PolicyPair.load(base_model(args), LoraSettings(), precision=args.precision)
     dtype = getattr(torch, args.precision)
-    gflops, gbs = matmul_gflops(dtype), weight_read_gbs(dtype)
+    seconds = 0.05 if args.smoke else 1.0
+    gflops, gbs = matmul_gflops(dtype, seconds, 64 if args.smoke else 1024), weight_read_gbs(dtype, args.weight_mb)
     with (
         policy.merged("agent"),
         packed_linears(policy.model, policy.compute_dtype),

@@ -2,14 +2,14 @@
 
     python bench/eval_profile.py [--warehouse data/after/warehouse --run RUN --generation G] [--category simple_python]
                                  [--items 400] [--batch-size 16] [--precision P] [--cache data]
-                                 [--vllm-python .venv-vllm/bin/python]
+                                 [--vllm-python .venv-vllm/bin/python] [--model DIR] [--smoke]
 
 Scores `--items` items of one BFCL category greedily with BFCL's prompt, as `genenv eval` does (transformers
 backend, the run's agent adapter and precision, or `--precision`; without `--run`, the embedded base model in
 bf16), and prints each part's seconds, the prompt tokens (total, shared by every prompt, prefilled), and the
 prefill and decode rates. Prefill is every forward over prompt columns (the shared system prompt once, then each
 prompt's rest), decode every one-token step of the running rows; both are timed around the model call, so the rest
-of `_decode` (sampling, bookkeeping, cache moves) is the remainder of the generate time. The warehouse writes go
+of `decode` (sampling, bookkeeping, cache moves) is the remainder of the generate time. The warehouse writes go
 to a scratch folder.
 
 With `--vllm-python`, the same items are then scored again on the vllm backend by that interpreter (`.venv-vllm`,
@@ -31,6 +31,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import torch
+from options import add_smoke_option, parsed  # bench/ is the script's folder
 
 from genenv.evaluation.benchmark_registry import select_items
 from genenv.evaluation.bfcl import Bfcl
@@ -48,7 +49,7 @@ def timed(backend: TransformersBackend) -> tuple[dict[str, float], dict[str, int
     """Count the seconds and columns of the backend's prefill passes and decode steps (this instance only)."""
     seconds: dict[str, float] = defaultdict(float)
     tokens: dict[str, int] = defaultdict(int)
-    prefill, step = backend._prefill, backend._step
+    prefill, step = backend.prefill, backend.step
 
     def timed_prefill(kv_cache, input_ids, attention, start=0):
         began = time.perf_counter()
@@ -64,7 +65,7 @@ def timed(backend: TransformersBackend) -> tuple[dict[str, float], dict[str, int
         tokens["decode"] += len(rows.rows)
         return next_tokens
 
-    backend._prefill, backend._step = timed_prefill, timed_step
+    backend.prefill, backend.step = timed_prefill, timed_step
     return seconds, tokens
 
 
@@ -87,10 +88,11 @@ def vllm_pass(args: argparse.Namespace) -> dict:
 
 def chosen(args: argparse.Namespace) -> tuple[list, Target]:
     items = select_items(Bfcl().load(None), {args.category: args.items}, limit=0)
+    model = str(args.model) if args.model else EMBEDDED_MODEL
     target = (
-        resolve_target(Warehouse(args.warehouse), EMBEDDED_MODEL, args.run, args.generation, None)
+        resolve_target(Warehouse(args.warehouse), model, args.run, args.generation, None)
         if args.run
-        else Target(EMBEDDED_MODEL, precision="bfloat16")
+        else Target(model, precision="bfloat16")
     )
     return items, dataclasses.replace(target, backend="transformers", precision=args.precision or target.precision)
 
@@ -114,7 +116,8 @@ def main() -> None:
     parser.add_argument("--cache", default="data", help="data folder holding the converted model (data/models)")
     parser.add_argument("--vllm-python", help="then score the same items on the vllm backend with this interpreter")
     parser.add_argument("--vllm-pass", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    parser.add_argument("--model", help="a model folder to score instead of the embedded SmolLM2")
+    args = parsed(add_smoke_option(parser), items=2)
     if args.vllm_pass:
         print(json.dumps(vllm_pass(args)))
         return

@@ -2,7 +2,7 @@
 token-sized batches, against the compute bound of this machine measured in the same run.
 
     python bench/generation_batching.py [--models data/models] [--conversations 32] [--batch-size 16]
-                                        [--precision float32|bfloat16]
+                                        [--precision float32|bfloat16] [--model DIR] [--smoke]
 
 Prints, from one run of interleaved rounds, the best round of each (absolute speeds drift with the machine's
 load; the ratios are the result):
@@ -26,12 +26,11 @@ import time
 from collections.abc import Callable
 from contextlib import nullcontext
 from functools import partial
-from pathlib import Path
 
 import torch
+from options import add_model_options, base_model, parsed  # bench/ is the script's folder
 
-from genenv.models.loading import EMBEDDED_MODEL, resolve_base_model
-from genenv.models.onednn_linears import PackedLinear, base_linears, onednn_supports
+from genenv.models.cpu.onednn_linears import PackedLinear, base_linears, onednn_supports
 from genenv.models.policy import LoraSettings, PolicyPair
 from genenv.models.sampling import Completion, SamplingSettings, encode_prompt
 from genenv.models.transformers_backend import TransformersBackend
@@ -108,23 +107,21 @@ def unpacked_path(
     policy.activate("agent")
     policy.model.eval()
     with policy.merged("agent") if merged else nullcontext(), torch.inference_mode(), policy.autocast():
-        generated = backend._decode(prompts, sampling, progress=None)
+        generated = backend.decode(prompts, sampling, progress=None)
     return backend.completions(prompts, generated)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--models", type=Path, default=Path("data") / "models", help="model cache folder")
+    parser = add_model_options(argparse.ArgumentParser(description=__doc__.split("\n\n")[0]))
     parser.add_argument("--conversations", type=int, default=32)
     parser.add_argument("--sequential", type=int, default=8, help="conversations generated one at a time")
     parser.add_argument("--batch-size", type=int, default=16, help="rows of a median-length batch")
     parser.add_argument("--max-new-tokens", type=int, default=32)
     parser.add_argument("--precision", choices=("float32", "bfloat16"), default="float32")
     parser.add_argument("--rounds", type=int, default=3)
-    args = parser.parse_args()
+    args = parsed(parser, conversations=4, sequential=2, batch_size=2, max_new_tokens=4, rounds=1)
 
-    base = resolve_base_model(EMBEDDED_MODEL, args.models)
-    policy = PolicyPair.load(base, LoraSettings(), precision=args.precision)
+    policy = PolicyPair.load(base_model(args), LoraSettings(), precision=args.precision)
     with torch.no_grad(), torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
         for name, param in policy.model.named_parameters():
@@ -151,7 +148,7 @@ def main() -> None:
     outputs: dict[str, list[Completion]] = {}
     gflops = 0.0
     for round_ in range(args.rounds):  # interleaved, in alternating order; the best round of each is the least
-        gflops = max(gflops, matmul_gflops(dtype))  # disturbed by other work
+        gflops = max(gflops, matmul_gflops(dtype, *((0.05, 64) if args.smoke else ())))  # disturbed by other work
         for name in list(runs)[:: -1 if round_ % 2 else 1]:
             outputs[name], speed = timed(runs[name])
             speeds[name].append(speed)

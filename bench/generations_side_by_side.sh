@@ -2,15 +2,21 @@
 # What running two arms at once buys on this machine: two runs' generation G re-run (`genenv rerun`) one after the
 # other with every core's thread each, then the same two side by side with CORES/2 threads each, timed as walls.
 #   bench/generations_side_by_side.sh WAREHOUSE DATA_DIR RUN_A RUN_B [GENERATION]
+#   bench/generations_side_by_side.sh --smoke
 # Each rerun writes a new run into WAREHOUSE; every process gets a Prefect home of its own (a temporary server each).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/smoke.sh  # --smoke: print the genenv commands instead of running them
+if [ "$genenv" = printed ]; then
+  SMOKE_DATA=$(mktemp -d)
+  set -- "$SMOKE_DATA/warehouse" "$SMOKE_DATA" run-a run-b
+fi
 W=$1 DATA=$2 A=$3 B=$4 G=${5:-1}
 CORES=$(nproc)
 HOMES=$(mktemp -d)
-trap 'rm -rf "$HOMES"' EXIT
+trap 'rm -rf "$HOMES" ${SMOKE_DATA:+"$SMOKE_DATA"}' EXIT
 rerun() {  # rerun RUN LABEL THREADS
-  PREFECT_HOME="$HOMES/$2" OMP_NUM_THREADS=$3 .venv/bin/genenv rerun --warehouse "$W" --run "$1" --generation "$G" \
+  PREFECT_HOME="$HOMES/$2" OMP_NUM_THREADS=$3 $genenv rerun --warehouse "$W" --run "$1" --generation "$G" \
     --fork "$2" --set data_dir="$DATA" > "$DATA/$2.log" 2>&1
 }
 load=$(cut -d" " -f1 /proc/loadavg)

@@ -3,7 +3,7 @@ held-out tasks, with a 95% percentile bootstrap interval of the difference. A fo
 With `--against RUN`, every other run's last generation is also paired with RUN's last generation. Each line is
 followed by the same comparison over the held-out abstentions (answer `[]`) and over the tasks that need a call.
 
-    python bench/heldout_paired.py data/laptop/warehouse [--against RUN_ID] [--generation G]
+    python bench/heldout_paired.py data/laptop/warehouse [--against RUN_ID] [--generation G] [--smoke]
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import argparse
 import random
 
 import polars as pl
+from options import add_smoke_option, parsed  # bench/ is the script's folder
 
 from genenv.warehouse.store import Warehouse
 
@@ -22,7 +23,7 @@ def main() -> None:
     parser.add_argument("--against", help="a run whose last generation every other run's is paired with")
     parser.add_argument("--generation", type=int, help="compare this generation instead of each run's last")
     parser.add_argument("--resamples", type=int, default=10_000)
-    args = parser.parse_args()
+    args = parsed(add_smoke_option(parser), resamples=200)
     warehouse = Warehouse(args.warehouse)
     heldout = warehouse.read("trajectories").filter(purpose="heldout")
     parents = dict(warehouse.read("runs").select("run_id", "parent_run_id").iter_rows())

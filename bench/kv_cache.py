@@ -2,6 +2,7 @@
 `DecodingCache` (layers appending into reserved columns), on the embedded SmolLM2 as generation runs it.
 
     python bench/kv_cache.py [--models data/models] [--precision float32|bfloat16] [--shapes 16x48 16x300 ...]
+                             [--model DIR] [--smoke]
 
 For each shape (rows x prompt columns): a prefill, then `--steps` greedy decoding steps; the median step of each
 cache, taken in alternating order over `--rounds`, their ratio, and whether the greedy tokens are identical.
@@ -12,15 +13,14 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from pathlib import Path
 
 import torch
+from options import add_model_options, base_model, parsed  # bench/ is the script's folder
 from transformers import DynamicCache
 from transformers.cache_utils import DynamicLayer
 
-from genenv.models.kv_cache import DecodingCache
-from genenv.models.loading import EMBEDDED_MODEL, resolve_base_model
-from genenv.models.onednn_linears import packed_linears
+from genenv.models.cpu.kv_cache import DecodingCache
+from genenv.models.cpu.onednn_linears import packed_linears
 from genenv.models.policy import LoraSettings, PolicyPair, cache_argument
 
 
@@ -36,7 +36,8 @@ def decode(policy: PolicyPair, cache: DynamicCache, rows: int, prompt: int, step
     """(median seconds of a step, the greedy tokens) after a prompt of `prompt` columns, a quarter of the rows
     left-padded."""
     model = policy.model.get_base_model()
-    ids = torch.randint(100, 40_000, (rows, prompt), generator=torch.Generator().manual_seed(rows + prompt))
+    high = min(40_000, len(policy.tokenizer))
+    ids = torch.randint(100, high, (rows, prompt), generator=torch.Generator().manual_seed(rows + prompt))
     mask = torch.ones(rows, prompt, dtype=torch.long)
     mask[: rows // 4, : prompt // 8] = 0
     argument = {cache_argument(policy.model): cache}
@@ -52,15 +53,14 @@ def decode(policy: PolicyPair, cache: DynamicCache, rows: int, prompt: int, step
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--models", type=Path, default=Path("data") / "models", help="model cache folder")
+    parser = add_model_options(argparse.ArgumentParser(description=__doc__.split("\n\n")[0]))
     parser.add_argument("--precision", choices=("float32", "bfloat16"), default="bfloat16")
     parser.add_argument("--shapes", nargs="+", default=["16x48", "16x300", "32x300", "16x800"])
     parser.add_argument("--steps", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=2)
-    args = parser.parse_args()
+    args = parsed(parser, shapes=["2x16"], steps=2, rounds=1)
 
-    policy = PolicyPair.load(resolve_base_model(EMBEDDED_MODEL, args.models), LoraSettings(), precision=args.precision)
+    policy = PolicyPair.load(base_model(args), LoraSettings(), precision=args.precision)
     caches = {"concatenated": ConcatenatingCache, "reserved columns": DecodingCache}
     print(
         f"torch threads {torch.get_num_threads()}, load average {os.getloadavg()[0]:.1f}, {args.precision}, "

@@ -1,7 +1,8 @@
 """An fp32 training step on the embedded SmolLM2 with its frozen linear layers multiplied by oneDNN (`OneDnnLinear`,
 as `PolicyPair.load` makes them) against the same layers as plain `torch.nn.Linear` (MKL's matmul), in one process.
 
-    python bench/onednn_training.py [--models data/models] [--rows 4] [--tokens 300] [--rounds 4]
+    python bench/onednn_training.py [--models data/models] [--rows 4] [--tokens 300] [--rounds 4] [--model DIR]
+                                    [--smoke]
 
 Each round runs one forward and backward pass of the agent's adapter (labels = inputs) through each policy, in
 alternating order; prints the median seconds of each, their ratio, both losses and the largest relative
@@ -14,12 +15,11 @@ import argparse
 import os
 import statistics
 import time
-from pathlib import Path
 
 import torch
+from options import add_model_options, base_model, parsed  # bench/ is the script's folder
 
-from genenv.models.loading import EMBEDDED_MODEL, resolve_base_model
-from genenv.models.onednn_linears import OneDnnLinear
+from genenv.models.cpu.onednn_linears import OneDnnLinear
 from genenv.models.policy import LoraSettings, PolicyPair
 
 
@@ -33,14 +33,13 @@ def training_step(policy: PolicyPair, ids: torch.Tensor) -> tuple[float, dict[st
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--models", type=Path, default=Path("data") / "models", help="model cache folder")
+    parser = add_model_options(argparse.ArgumentParser(description=__doc__.split("\n\n")[0]))
     parser.add_argument("--rows", type=int, default=4)
     parser.add_argument("--tokens", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=4)
-    args = parser.parse_args()
+    args = parsed(parser, rows=2, tokens=16, rounds=1)
 
-    base = resolve_base_model(EMBEDDED_MODEL, args.models)
+    base = base_model(args)
     policies = {"plain (MKL)": PolicyPair.load(base, LoraSettings()), "oneDNN": PolicyPair.load(base, LoraSettings())}
     for module in policies["plain (MKL)"].model.modules():
         if isinstance(module, OneDnnLinear):
@@ -50,7 +49,8 @@ def main() -> None:
             for name, param in policy.model.named_parameters():
                 if "lora_B.agent." in name:
                     param.normal_(0.0, 0.02, generator=torch.Generator().manual_seed(0))
-    ids = torch.randint(100, 40_000, (args.rows, args.tokens), generator=torch.Generator().manual_seed(1))
+    high = min(40_000, len(policies["oneDNN"].tokenizer))
+    ids = torch.randint(100, high, (args.rows, args.tokens), generator=torch.Generator().manual_seed(1))
 
     seconds: dict[str, list[float]] = {name: [] for name in policies}
     results = {name: training_step(policy, ids) for name, policy in policies.items()}  # warm-up

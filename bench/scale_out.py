@@ -4,6 +4,7 @@ ones. Then one GRPO update over the first `TRAIN_ROWS` of those answers (rewards
 group), in this process and data parallel on the same workers (`RayWorkers.fit`), and how far the adapters end apart.
 
     python bench/scale_out.py [--tasks 24 --k 4 --batch-size 16 --precision bfloat16 --rounds 2 --models data/models]
+                              [--model DIR] [--smoke]
 
 The Ray cluster is this script's own, on 127.0.0.1. Each pool answers one call first,
 untimed, to load its models. The timed rounds then alternate the paths. The prompts are the agent's for the first
@@ -21,6 +22,7 @@ import time
 
 import torch
 from agent_prompts import agent_prompts, rollout_arguments  # bench/ is the script's folder
+from options import base_model
 from safetensors.torch import load
 
 from genenv.config import GenEnvConfig
@@ -85,6 +87,7 @@ def main() -> None:
     pools: dict[str, RayWorkers] = {}
     for count in (1, 2):
         config = GenEnvConfig(
+            model=str(base_model(args)),
             data_dir=str(args.models.parent),
             precision=args.precision,
             generation_batch_size=args.batch_size,

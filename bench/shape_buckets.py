@@ -1,8 +1,8 @@
 """Weighted-SFT steps on the embedded SmolLM2 in bfloat16 with training rows padded to a multiple of 1 position (each
-micro-batch its own shape) and of `models/policy.py SHAPE_STEP` (64, completions COMPLETION_STEP: shapes
-repeat), alternately.
+micro-batch its own shape) and of 64 (completions of 16: shapes repeat; `ShapeBuckets` in models/cpu/shapes.py, which
+`PolicyPair.shape_buckets` holds), alternately.
 
-    python bench/shape_buckets.py [--steps 32] [--rounds 2] [--buckets 1 64]
+    python bench/shape_buckets.py [--steps 32] [--rounds 2] [--buckets 1 64] [--model DIR] [--smoke]
 
 PyTorch's CPU kernels keep compiled code per shape, and what a process has cached stays with it, so each run is a
 fresh process (`--child BUCKET`): it loads the model, runs `--steps` optimizer steps of 4 rows with the demo
@@ -21,9 +21,9 @@ import random
 import statistics
 import subprocess
 import sys
-from pathlib import Path
 
-from rss import measured  # bench/ is the script's folder
+from options import add_model_options, base_model, parsed  # bench/ is the script's folder
+from rss import measured
 
 
 class _MallInfo2(ctypes.Structure):
@@ -41,15 +41,14 @@ def heap_in_use() -> int:
     return info.uordblks + info.hblkhd
 
 
-def child(bucket: int, steps: int, models: Path) -> None:
-    import genenv.models.policy as policy_module
-    from genenv.models.loading import EMBEDDED_MODEL, resolve_base_model
+def child(bucket: int, args: argparse.Namespace) -> None:
+    from genenv.models.cpu.shapes import ShapeBuckets
     from genenv.models.policy import LoraSettings, PolicyPair
     from genenv.models.rwr import WeightedExample, weighted_sft
 
-    policy_module.SHAPE_STEP = bucket
-    policy_module.COMPLETION_STEP = max(bucket // 4, 1)
-    policy = PolicyPair.load(resolve_base_model(EMBEDDED_MODEL, models), LoraSettings(), precision="bfloat16")
+    policy = PolicyPair.load(base_model(args), LoraSettings(), precision="bfloat16")
+    policy.shape_buckets = ShapeBuckets(positions=bucket, completions=max(bucket // 4, 1))
+    steps = args.steps
     rng, vocab = random.Random(0), len(policy.tokenizer)
     examples = [
         WeightedExample(
@@ -68,27 +67,24 @@ def child(bucket: int, steps: int, models: Path) -> None:
     print(f"{seconds:.2f} {extra:.0f} {grown / 2**20:.0f} {loss:.6f}")
 
 
-def run(bucket: int, steps: int, models: Path) -> tuple[float, float, float, float]:
-    out = subprocess.run(
-        [sys.executable, __file__, "--child", str(bucket), "--steps", str(steps), "--models", str(models)],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+def run(bucket: int, args: argparse.Namespace) -> tuple[float, float, float, float]:
+    command = [sys.executable, __file__, "--child", str(bucket), "--steps", str(args.steps)]
+    command += ["--models", str(args.models)]
+    command += ["--model", str(args.model)] if args.model else []
+    out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     seconds, extra, grown, loss = (float(v) for v in out.split()[-4:])
     return seconds, extra, grown, loss
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--models", type=Path, default=Path("data") / "models", help="model cache folder")
+    parser = add_model_options(argparse.ArgumentParser(description=__doc__.split("\n\n")[0]))
     parser.add_argument("--steps", type=int, default=32, help="optimizer steps of 4 rows (the demo's warm start: 32)")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--buckets", type=int, nargs=2, default=[1, 64], metavar=("BEFORE", "AFTER"))
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parsed(parser, steps=1, rounds=1)
     if args.child is not None:
-        child(args.child, args.steps, args.models)
+        child(args.child, args)
         return
 
     print(f"load average {os.getloadavg()[0]:.1f}, bfloat16, {args.steps} SFT steps of 4 rows, {args.rounds} round(s)")
@@ -96,7 +92,7 @@ def main() -> None:
     results: dict[int, list[tuple[float, float, float, float]]] = {b: [] for b in args.buckets}
     for round_ in range(args.rounds):
         for bucket in args.buckets[:: -1 if round_ % 2 else 1]:
-            result = run(bucket, args.steps, args.models)
+            result = run(bucket, args)
             results[bucket].append(result)
             seconds, extra, grown, loss = result
             print(f"{bucket:>6} {seconds:>8.1f} {extra:>8.0f} {grown:>13.0f} {loss:>10.4f}", flush=True)

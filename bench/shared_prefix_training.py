@@ -2,6 +2,7 @@
 prompt computed once per micro-batch (`PolicyPair.shared_prefix`) against each row computing it, in one process.
 
     python bench/shared_prefix_training.py [--models data/models] [--rows 8] [--rounds 3] [--precision bfloat16]
+                                           [--model DIR] [--smoke]
 
 Each round runs one `weighted_sft` step (forward, backward, AdamW) over the same `--rows` seeds in each way, in
 alternating order, from the same adapter; prints the median seconds of each, their ratio, and both losses.
@@ -12,25 +13,23 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from pathlib import Path
 
 import torch
+from options import add_model_options, base_model, parsed  # bench/ is the script's folder
 
 from genenv.domains.base import get_domain
-from genenv.models.loading import EMBEDDED_MODEL, resolve_base_model
 from genenv.models.policy import MIN_SHARED_PREFIX, LoraSettings, PolicyPair
 from genenv.models.rwr import encode_example, weighted_sft
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--models", type=Path, default=Path("data") / "models", help="model cache folder")
+    parser = add_model_options(argparse.ArgumentParser(description=__doc__.split("\n\n")[0]))
     parser.add_argument("--rows", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--precision", default="bfloat16")
-    args = parser.parse_args()
+    args = parsed(parser, rows=2, rounds=1)
 
-    policy = PolicyPair.load(resolve_base_model(EMBEDDED_MODEL, args.models), LoraSettings(), precision=args.precision)
+    policy = PolicyPair.load(base_model(args), LoraSettings(), precision=args.precision)
     domain = get_domain("tool_call")
     seeds = domain.load_seeds()[: args.rows]
     examples = [encode_example(policy.tokenizer, m, reply) for s in seeds for m, reply in domain.demonstrations(s)]

@@ -3,6 +3,7 @@ prefilled (the previous way, reimplemented here) versus the tokens shared by row
 prompt all prompts start with once per call, and each distinct prompt once for its k rows.
 
     python bench/shared_prompts.py [--models data/models] [--tasks 16] [--k 4] [--precision bfloat16|float32]
+                                   [--model DIR] [--smoke]
 
 The prompts are the agent's prompts for the first `--tasks` tool-call seeds (about 250 tokens, their answers
 about 20), each repeated `--k` times as the rollout stage asks, in batches of `--batch-size` rows. Printed, from
@@ -19,7 +20,7 @@ import time
 import torch
 from agent_prompts import agent_prompts, rollout_arguments  # bench/ is the script's folder
 
-from genenv.models.kv_cache import DecodingCache
+from genenv.models.cpu.kv_cache import DecodingCache
 from genenv.models.sampling import SamplingSettings
 from genenv.models.transformers_backend import TransformersBackend, padded
 
@@ -27,15 +28,15 @@ from genenv.models.transformers_backend import TransformersBackend, padded
 class EveryRowPrefilled(TransformersBackend):
     """The backend before shared prompt tokens: each row's whole prompt left-padded and prefilled."""
 
-    def _prefix(self, prompts: list[list[int]]) -> tuple[int, None]:
+    def prefix(self, prompts: list[list[int]]) -> tuple[int, None]:
         return 0, None
 
-    def _prefilled(
+    def prefilled(
         self, prefix: tuple[int, None], prompts: list[list[int]]
     ) -> tuple[DecodingCache, torch.Tensor, torch.Tensor]:
         input_ids, attention = padded(prompts, self.policy.tokenizer.pad_token_id)
         kv_cache = DecodingCache()
-        return kv_cache, attention, self._prefill(kv_cache, input_ids, attention)
+        return kv_cache, attention, self.prefill(kv_cache, input_ids, attention)
 
 
 def main() -> None:

@@ -2,6 +2,7 @@
 Prefect adds around it; with the peak resident memory of each stage.
 
     python bench/stage_overhead.py [--config configs/demo.yaml] [--generations 1] [--set key=value ...]
+                                   [--model DIR] [--smoke]
 
 Runs the config's evolve flow in this process (on the Prefect server PREFECT_API_URL names, else a temporary
 one, as `genenv evolve` does) in a scratch data folder, and measures, side by side in that one run:
@@ -11,7 +12,8 @@ one, as `genenv evolve` does) in a scratch data folder, and measures, side by si
   orchestration (task and subflow runs, state changes, concurrency-slot requests, artifacts);
 - the process's resident memory, sampled every few milliseconds from /proc (Linux), its peak within each stage.
 Prints one line per stage, then, for each generation after 0, orchestration and warehouse as shares of its wall
-time, and the peak of the whole run.
+time, and the peak of the whole run. What it instruments (the stage contract's crash points, the warehouse's
+methods) is put back when the run ends.
 """
 
 from __future__ import annotations
@@ -23,11 +25,28 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
-from rss import RssSampler  # bench/ is the script's folder
+from options import add_model_options, parsed  # bench/ is the script's folder
+from rss import RssSampler
+
+SMOKE_SIZES = {
+    "precision": "float32",
+    "seeds_per_generation": 3,
+    "variations_per_seed": 2,
+    "rollouts_per_task": 2,
+    "p_hat_rollouts": 3,
+    "pool_tasks_per_generation": 2,
+    "simulator_max_new_tokens": 24,
+    "agent_max_new_tokens": 12,
+    "warm_start_examples": 8,
+    "max_heldout": 4,
+}
+"""The config sizes of a smoke run, as the suite's end-to-end tests run the tiny model."""
 
 
 @dataclass
@@ -84,12 +103,11 @@ def generation_walls(run_id: str) -> dict[int, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = add_model_options(argparse.ArgumentParser(description=__doc__.split("\n\n")[0]))
     parser.add_argument("--config", default="configs/demo.yaml")
     parser.add_argument("--generations", type=int, default=1, help="GenEnv generations after generation 0")
-    parser.add_argument("--models", type=Path, default=Path("data") / "models", help="model cache to reuse")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override")
-    args = parser.parse_args()
+    args = parsed(parser, generations=0)
 
     from genenv.config import load_config, parse_overrides
     from genenv.flows.evolve import evolve
@@ -97,19 +115,25 @@ def main() -> None:
     from genenv.warehouse.store import Warehouse
 
     recorder = Recorder()
-    contract.crash_point = recorder.point
-    for name in ("table", "version", "append", "read", "has_rows", "committed", "commit_generation", "run"):
-        setattr(Warehouse, name, recorder.timed(getattr(Warehouse, name)))
-
     scratch = Path(tempfile.mkdtemp(prefix="genenv-overhead-"))
     if args.models.is_dir():
         (scratch / "models").symlink_to(args.models.resolve())
-    overrides = {"data_dir": str(scratch), "generations": args.generations, **parse_overrides(args.set)}
+    overrides = {
+        **(SMOKE_SIZES if args.smoke else {}),
+        **({"model": str(args.model)} if args.model else {}),
+        "data_dir": str(scratch),
+        "generations": args.generations,
+        **parse_overrides(args.set),
+    }
     config = load_config(args.config, overrides)
     sampler = RssSampler()
     sampler.start()
     started = time.time()
-    run_id = evolve(config.to_dict())
+    with ExitStack() as instrumented:
+        instrumented.enter_context(mock.patch.object(contract, "crash_point", recorder.point))
+        for name in ("table", "version", "append", "read", "has_rows", "committed", "commit_generation", "run"):
+            instrumented.enter_context(mock.patch.object(Warehouse, name, recorder.timed(getattr(Warehouse, name))))
+        run_id = evolve(config.to_dict())
     total = time.time() - started
     sampler.stopped.set()
     walls = generation_walls(run_id)

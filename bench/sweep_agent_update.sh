@@ -2,17 +2,21 @@
 # The small sweep behind configs/laptop.yaml's GRPO settings: one base run (warm start + generation 1), then
 # generation 1 re-run from the same generation-0 snapshot with other agent learning rates and epochs. Only
 # training-side numbers are compared (probe reward before/after the update, held-out seed success), never a
-# benchmark. Usage: bash bench/sweep_agent_update.sh [DATA_DIR]   (default data/sweep; log in DATA_DIR/*.log)
+# benchmark. Usage: bash bench/sweep_agent_update.sh [--smoke] [DATA_DIR]   (default data/sweep; log in DATA_DIR/*.log)
 set -euo pipefail
+. "$(dirname "$0")/smoke.sh"  # --smoke: print the genenv commands instead of running them
 data=${1:-data/sweep}
-genenv=${GENENV:-.venv/bin/genenv}
+if [ "$genenv" = printed ]; then
+  data=$(mktemp -d)
+  trap 'rm -rf "$data"' EXIT
+fi
 mkdir -p "$data"
 warehouse="$data/warehouse"
-if [ -z "$($genenv runs --warehouse "$warehouse" 2>/dev/null | grep -o 'sweep-base-[0-9a-z-]*' | head -1)" ]; then
+if [ -z "$($genenv runs --warehouse "$warehouse" 2>/dev/null | grep -o 'sweep-base-[0-9a-z-]*' | head -1 || true)" ]; then
   $genenv evolve --config configs/laptop.yaml --set generations=1 --set run_name=sweep-base \
     --set data_dir="$data" > "$data/base.log" 2>&1
 fi
-base=$($genenv runs --warehouse "$warehouse" | grep -o 'sweep-base-[0-9a-z-]*' | head -1)
+base=$($genenv runs --warehouse "$warehouse" | grep -o 'sweep-base-[0-9a-z-]*' | head -1 || true)
 for variant in "agent_lr=0.00003 agent_epochs=2" "agent_lr=0.0003 agent_epochs=2" \
                "agent_lr=0.0001 agent_epochs=4" "agent_lr=0.0001 agent_epochs=1"; do
   name="sweep-$(echo "$variant" | tr ' =' '--')"

@@ -2,7 +2,7 @@
 log-softmax (the previous way) versus `completion_token_logprobs` (a few positions at a time), side by side.
 
     python bench/token_logprobs.py [--models data/models] [--rows 3] [--prompt 150] [--target 250]
-                                   [--precision float32|bfloat16] [--rounds 3]
+                                   [--precision float32|bfloat16] [--rounds 3] [--model DIR] [--smoke]
 
 One micro-batch of `--rows` examples (random token ids, seeded) per step, KL 0, from the same adapter each round;
 the ways alternate. Printed per way: the best round's seconds and extra resident memory, and the step's loss and
@@ -15,12 +15,11 @@ import argparse
 import functools
 import os
 import random
-from pathlib import Path
 
 import torch
-from rss import measured  # bench/ is the script's folder
+from options import add_model_options, base_model, parsed  # bench/ is the script's folder
+from rss import measured
 
-from genenv.models.loading import EMBEDDED_MODEL, resolve_base_model
 from genenv.models.policy import LoraSettings, PolicyPair
 from genenv.models.rwr import WeightedExample, weighted_sft
 
@@ -38,16 +37,15 @@ def sft_step(policy: PolicyPair, examples: list[WeightedExample]) -> list[dict]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--models", type=Path, default=Path("data") / "models", help="model cache folder")
+    parser = add_model_options(argparse.ArgumentParser(description=__doc__.split("\n\n")[0]))
     parser.add_argument("--rows", type=int, default=3)
     parser.add_argument("--prompt", type=int, default=150, help="prompt tokens per row")
     parser.add_argument("--target", type=int, default=250, help="target tokens per row")
     parser.add_argument("--precision", choices=("float32", "bfloat16"), default="bfloat16")
     parser.add_argument("--rounds", type=int, default=3)
-    args = parser.parse_args()
+    args = parsed(parser, rows=2, prompt=8, target=8, rounds=1)
 
-    policy = PolicyPair.load(resolve_base_model(EMBEDDED_MODEL, args.models), LoraSettings(), precision=args.precision)
+    policy = PolicyPair.load(base_model(args), LoraSettings(), precision=args.precision)
     rng = random.Random(0)
     vocab = policy.tokenizer.vocab_size
     examples = [

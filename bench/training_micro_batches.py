@@ -1,7 +1,7 @@
 """The demo's agent warm start (tool_call seeds in BFCL's prompt, 4-row steps) with training micro-batches cut after
 the shared system prompt (`PolicyPair.micro_batches`) against the cut by whole lengths it replaced, in one process.
 
-    python bench/training_micro_batches.py [--models data/models] [--rows 32] [--rounds 2]
+    python bench/training_micro_batches.py [--models data/models] [--rows 32] [--rounds 2] [--model DIR] [--smoke]
 
 Each round trains a fresh adapter over the same `--rows` seeds once each way, in alternating order; prints how the
 steps were cut, the median seconds of each way, their ratio and the mean losses.
@@ -14,10 +14,10 @@ import random
 import statistics
 import time
 from collections.abc import Sequence
-from pathlib import Path
+
+from options import add_model_options, base_model, parsed  # bench/ is the script's folder
 
 from genenv.domains.base import get_domain
-from genenv.models.loading import EMBEDDED_MODEL, resolve_base_model
 from genenv.models.policy import LoraSettings, PolicyPair, length_batches, median_budget
 from genenv.models.rwr import encode_example, weighted_sft
 
@@ -30,13 +30,12 @@ def whole_lengths(prompts: Sequence[Sequence[int]], lengths: Sequence[int], rows
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--models", type=Path, default=Path("data") / "models", help="model cache folder")
+    parser = add_model_options(argparse.ArgumentParser(description=__doc__.split("\n\n")[0]))
     parser.add_argument("--rows", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=2)
-    args = parser.parse_args()
+    args = parsed(parser, rows=6, rounds=1)
 
-    model = resolve_base_model(EMBEDDED_MODEL, args.models)
+    model = base_model(args)
     domain = get_domain("tool_call")
     seeds = random.Random(0).sample(domain.load_seeds(), args.rows)
     cuts = {"after the shared prefix": None, "whole lengths (before)": whole_lengths}

@@ -2,6 +2,7 @@
 micro-batch size given (`train_batch_size`), alternately in one run, so the ratios say which size to pick here.
 
     python bench/training_step.py [--models data/models] [--micro-batches 4,8] [--rounds 2] [--kl 0.0]
+                                  [--lengths 120 600] [--model DIR] [--smoke]
 
 Rows have the demo's spread of lengths (tool-call prompts of 120-600 tokens, answers of 8-48), drawn with a
 fixed seed. Every update starts from the same adapter and optimizer state; tokens/s counts the real (unpadded)
@@ -17,28 +18,30 @@ import random
 import statistics
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import torch
+from options import add_model_options, base_model, parsed  # bench/ is the script's folder
 
 from genenv.models.grpo import GroupSample, grpo_update
-from genenv.models.loading import EMBEDDED_MODEL, resolve_base_model
 from genenv.models.policy import LoraSettings, PolicyPair
 from genenv.models.rwr import WeightedExample, weighted_sft
 
 
-def rows(count: int, k: int, seed: int, vocab: int) -> tuple[list[GroupSample], list[WeightedExample]]:
-    """GRPO groups of k rollouts (shared prompt, answers of 8-48 tokens, rewards 0/1) and SFT examples."""
+def rows(
+    count: int, k: int, seed: int, vocab: int, lengths: list[int]
+) -> tuple[list[GroupSample], list[WeightedExample]]:
+    """GRPO groups of k rollouts (shared prompt of `lengths` tokens, answers of 8-48, rewards 0/1) and SFT
+    examples."""
     rng = random.Random(seed)
     samples = []
     for group in range(count // k):
-        prompt = [rng.randrange(vocab) for _ in range(rng.randint(120, 600))]
+        prompt = [rng.randrange(vocab) for _ in range(rng.randint(*lengths))]
         for _ in range(k):
             answer = [rng.randrange(vocab) for _ in range(rng.randint(8, 48))]
             samples.append(GroupSample(prompt, answer, float(rng.random() < 0.5), f"g{group}"))
     examples = [
         WeightedExample(
-            [rng.randrange(vocab) for _ in range(rng.randint(120, 600))],
+            [rng.randrange(vocab) for _ in range(rng.randint(*lengths))],
             [rng.randrange(vocab) for _ in range(rng.randint(8, 48))],
             rng.uniform(0.5, 2.0),
         )
@@ -63,18 +66,18 @@ def measured(policy: PolicyPair, run: Callable[[], list[float]]) -> tuple[float,
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--models", type=Path, default=Path("data") / "models", help="model cache folder")
+    parser = add_model_options(argparse.ArgumentParser(description=__doc__.split("\n\n")[0]))
     parser.add_argument("--rows", type=int, default=32, help="GRPO rollouts and SFT examples")
     parser.add_argument("--micro-batches", default="4,8", help="train_batch_size values (the demo's: 4)")
     parser.add_argument("--minibatch", type=int, default=16, help="agent_minibatch_size")
     parser.add_argument("--kl", type=float, default=0.0, help="agent_kl_coef (the demo's: 0)")
     parser.add_argument("--rounds", type=int, default=2)
-    args = parser.parse_args()
+    parser.add_argument("--lengths", type=int, nargs=2, default=[120, 600], help="prompt tokens, fewest and most")
+    args = parsed(parser, rows=8, micro_batches="2,4", minibatch=4, rounds=1, lengths=[8, 16])
     sizes = [int(size) for size in args.micro_batches.split(",")]
 
-    policy = PolicyPair.load(resolve_base_model(EMBEDDED_MODEL, args.models), LoraSettings())
-    samples, examples = rows(args.rows, 4, 0, policy.tokenizer.vocab_size)
+    policy = PolicyPair.load(base_model(args), LoraSettings())
+    samples, examples = rows(args.rows, 4, 0, policy.tokenizer.vocab_size, args.lengths)
     tokens = {
         "grpo": sum(len(s.prompt_ids) + len(s.completion_ids) for s in samples),
         "sft": sum(len(e.prompt_ids) + len(e.target_ids) for e in examples),

@@ -1,6 +1,7 @@
 """Warehouse benchmark (not a test): write a million trajectories, time every cookbook query.
 
     python bench/warehouse_queries.py [--rows 1000000] [--dir data/bench-warehouse] [--partition run|generation]
+                                      [--smoke]
 
 Reports write rows/s through `Warehouse.append` (pandera validation included), the cost of opening a
 connection (`warehouse.query.connect`: resolving the committed snapshot, once), then each query of
@@ -25,6 +26,8 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from options import add_smoke_option, parsed  # noqa: E402  (bench/ is the script's folder)
+
 from genenv.warehouse import schemas  # noqa: E402
 from genenv.warehouse.query import connect, query  # noqa: E402
 from genenv.warehouse.store import Warehouse  # noqa: E402
@@ -32,6 +35,7 @@ from tests.support import synthetic_warehouse as synthetic  # noqa: E402
 
 COOKBOOK = Path(__file__).resolve().parents[1] / "docs" / "cookbook.md"
 SHAPE = synthetic.Shape(seeds=1000, variations=8, k=8, pool_samples=2000, prompt_tokens=64, text_chars=160)
+SMOKE_SHAPE = synthetic.Shape(seeds=10, variations=2, k=2, pool_samples=8, prompt_tokens=8, text_chars=20)
 
 
 def cookbook() -> dict[str, str]:
@@ -60,6 +64,17 @@ def pandas_answers(wh: Warehouse) -> dict[str, Callable[[], object]]:
         b = load("batches", ["seed_task_id", "in_band", "rwr_weight", "n_valid"])
         g = b.groupby("seed_task_id").agg(band=("in_band", "mean"), w=("rwr_weight", "sum"), v=("n_valid", "sum"))
         return g.nlargest(10, "w")
+
+    def simulator_update():
+        t = load("training", ["generation", "role", "phase", "n_rows", "weight_min", "weight_median", "weight_max"])
+        t = t[(t.role == "simulator") & (t.phase != "warm_start")]
+        return t.groupby(["generation", "phase"]).agg(
+            steps=("n_rows", "size"),
+            rows=("n_rows", "sum"),
+            weight_min=("weight_min", "min"),
+            weight_median=("weight_median", "max"),
+            weight_max=("weight_max", "max"),
+        )
 
     def response_length():
         t = load("trajectories", ["generation", "purpose", "completion_tokens", "finished"])
@@ -114,6 +129,7 @@ def pandas_answers(wh: Warehouse) -> dict[str, Callable[[], object]]:
             p_hat_histogram,
             reject_reasons,
             favoured_seeds,
+            simulator_update,
             response_length,
             success_by_purpose,
             band_per_generation,
@@ -150,12 +166,13 @@ def timed_pair(first: Callable[[], object], second: Callable[[], object], repeat
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = add_smoke_option(argparse.ArgumentParser(description=__doc__.split("\n\n")[0]))
     parser.add_argument("--rows", type=int, default=1_000_000, help="trajectory rows to write")
     parser.add_argument("--dir", type=Path, default=Path("data") / "bench-warehouse")
     parser.add_argument("--partition", choices=("run", "generation"), default="generation")
     parser.add_argument("--repeats", type=int, default=5)
-    args = parser.parse_args()
+    args = parsed(parser, rows=200, repeats=1)
+    shape = SMOKE_SHAPE if args.smoke else SHAPE
 
     if args.partition == "run":
         schemas.PARTITIONS.update({table: ["run_id"] for table in schemas.GENERATION_TABLES})
@@ -164,7 +181,7 @@ def main() -> int:
     warehouse.append("runs", [synthetic.run_row("bench")])
     written, generation, write_seconds, total_rows = 0, 0, 0.0, 0
     while written < args.rows:
-        frames = synthetic.generation_frames("bench", generation, SHAPE)
+        frames = synthetic.generation_frames("bench", generation, shape)
         started = time.perf_counter()
         for table, data in frames.items():
             warehouse.append(table, data)

@@ -2,7 +2,7 @@
 greedy success on those seeds and on the held-out seeds, after each epoch, for one LoRA setting.
 
     python bench/warm_start_fit.py [--models data/models] [--targets q_proj,v_proj] [--rank 8] [--lr 1e-3]
-        [--epochs 3] [--batch 8] [--precision bfloat16]
+        [--epochs 3] [--batch 8] [--precision bfloat16] [--limit N] [--model DIR] [--smoke]
 
 The seeds are split and checked as the seed stage does (whole function families held out, a training seed that
 gives a held-out answer left out). Each epoch is one pass over the training seeds in a new order, continuing one
@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
+
+from options import add_model_options, base_model, parsed  # bench/ is the script's folder
 
 from genenv.config import GenEnvConfig
 from genenv.curriculum.pools import is_heldout
 from genenv.domains.base import Candidate, TaskInstance, ValidationContext, get_domain
 from genenv.evaluation.bootstrap import bootstrap_mean
-from genenv.models.loading import EMBEDDED_MODEL, resolve_base_model
 from genenv.models.policy import LoraSettings, PolicyPair
 from genenv.models.rwr import encode_example, weighted_sft
 from genenv.models.sampling import SamplingSettings
@@ -46,20 +46,20 @@ def rate(values: list[float]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--models", type=Path, default=Path("data") / "models", help="model cache folder")
+    parser = add_model_options(argparse.ArgumentParser(description=__doc__.split("\n\n")[0]))
     parser.add_argument("--targets", default=GenEnvConfig.lora_targets)
     parser.add_argument("--rank", type=int, default=GenEnvConfig.lora_r)
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--precision", default="bfloat16")
-    args = parser.parse_args()
+    parser.add_argument("--limit", type=int, help="train on and score only the first N seeds of each split")
+    args = parsed(parser, epochs=1, batch=2, limit=4)
 
     domain = get_domain("tool_call")
-    train, heldout = split_seeds(domain, GenEnvConfig.heldout_fraction)
+    train, heldout = (seeds[: args.limit] for seeds in split_seeds(domain, GenEnvConfig.heldout_fraction))
     lora = LoraSettings(r=args.rank, alpha=2 * args.rank, target_modules=tuple(args.targets.split(",")))
-    policy = PolicyPair.load(resolve_base_model(EMBEDDED_MODEL, args.models), lora, precision=args.precision)
+    policy = PolicyPair.load(base_model(args), lora, precision=args.precision)
     trainable = sum(p.numel() for n, p in policy.model.named_parameters() if ".agent." in n)
     print(
         f"targets {args.targets}, rank {args.rank} ({trainable / 1e6:.2f}M parameters), lr {args.lr}, batch "

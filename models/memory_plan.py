@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from genenv.config import ConfigError, GenEnvConfig
+from genenv.models.cpu.shapes import ShapeBuckets
 
 GIB = 2**30
 CUDA_CONTEXT = 0.5 * GIB
@@ -37,7 +38,7 @@ ENGINE_BATCHED_TOKENS = 8192
 """Tokens vLLM's profile run pushes through the model at once (its max_num_batched_tokens): its activation peak."""
 PROMPT_TOKENS = 640
 """A tool-call prompt with its function documents (docs/scale.md: about 600 tokens each)."""
-SHAPE_STEP, COMPLETION_STEP = 64, 16
+SHAPES = ShapeBuckets()
 """As models/policy.py pads training rows (positions) and completions (logits)."""
 ARCHITECTURES = {
     "Qwen/Qwen2.5-7B-Instruct": "qwen2.5-7b-instruct.json",
@@ -159,7 +160,7 @@ class PlanSettings:
 
     @property
     def sequence(self) -> int:
-        return _round_up(self.prompt_tokens + self.completion_tokens, SHAPE_STEP)
+        return SHAPES.row_width(self.prompt_tokens + self.completion_tokens)
 
 
 @dataclass(frozen=True)
@@ -344,7 +345,7 @@ def layer_activations(arch: Architecture, s: PlanSettings) -> float:
 def batch_activations(arch: Architecture, s: PlanSettings) -> float:
     """What a micro-batch saves once for all its layers: the rotary embedding's cosines and sines (fp32), and the
     completion tokens the loss gathers (int64)."""
-    return 2 * s.rows * s.sequence * arch.head_dim * 4 + s.rows * _round_up(s.completion_tokens, COMPLETION_STEP) * 8
+    return 2 * s.rows * s.sequence * arch.head_dim * 4 + s.rows * SHAPES.completion_width(s.completion_tokens) * 8
 
 
 def checkpointed_layer_input(arch: Architecture, s: PlanSettings) -> float:
@@ -354,7 +355,7 @@ def checkpointed_layer_input(arch: Architecture, s: PlanSettings) -> float:
 
 def saved_logits(arch: Architecture, s: PlanSettings) -> float:
     """The logits the loss keeps (completion positions only, `logits_to_keep`); the backward pass adds as many."""
-    return s.rows * (_round_up(s.completion_tokens, COMPLETION_STEP) + 1) * arch.vocab * s.act_bytes
+    return s.rows * (SHAPES.completion_width(s.completion_tokens) + 1) * arch.vocab * s.act_bytes
 
 
 def engine_overhead(arch: Architecture, s: PlanSettings) -> float:
@@ -385,7 +386,3 @@ def _hint(plan: MemoryPlan, phase: Phase) -> str:
             return f"; set vllm_gpu_memory_utilization between {least:.2f} and {most:.2f}"
         return "; the engine and the trainer do not fit one GPU together: raise vllm_tensor_parallel or trainer_shards"
     return ""
-
-
-def _round_up(n: int, step: int) -> int:
-    return -(-n // step) * step

@@ -7,7 +7,6 @@ penalty, and its AdamW state, which lives in the adapter folder so training resu
 from __future__ import annotations
 
 import inspect
-import os
 import tempfile
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
@@ -23,23 +22,17 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache, PreT
 
 from genenv.atomic import atomic_path
 from genenv.config import GenEnvConfig
+from genenv.models.cpu.onednn_linears import base_linears, use_onednn
+from genenv.models.cpu.shapes import ShapeBuckets, bound_onednn_primitive_cache
 from genenv.models.loading import make_readable
 from genenv.models.memory import return_freed_memory
-from genenv.models.onednn_linears import base_linears, use_onednn
 from genenv.models.token_logprobs import token_logprobs
 
 ROLES = ("agent", "simulator")
 PRECISIONS = ("float32", "bfloat16")
 OPTIMIZER_FILE = "optimizer.pt"
-ONEDNN_PRIMITIVES = 16
-SHAPE_STEP = 64
-COMPLETION_STEP = 16
 MIN_SHARED_PREFIX = 16
 """A micro-batch's rows share their first prompt tokens' keys and values when at least this many are common."""
-"""Training rows are left-padded to a multiple of SHAPE_STEP positions, and the completions given logits to a
-multiple of COMPLETION_STEP, so micro-batch shapes repeat. PyTorch's CPU kernels keep compiled code per shape
-without bound (bf16 attention's brgemm kernels, matmul primitives; bench/shape_buckets.py measures what that
-costs), and glibc reuses a freed block only for a request that fits it."""
 
 
 @dataclass(frozen=True)
@@ -88,6 +81,8 @@ class PolicyPair:
         """Recompute each layer's activations in the backward pass of `training` instead of keeping them."""
         self.min_shared_prefix = MIN_SHARED_PREFIX
         """Fewest common first prompt tokens a micro-batch's rows compute once (`shared_prefix`)."""
+        self.shape_buckets = ShapeBuckets()
+        """What training rows and their completions are padded to (models/cpu/shapes.py)."""
 
     @classmethod
     def load(
@@ -107,7 +102,7 @@ class PolicyPair:
         unknown = (set(adapters) | set(references)) - set(ROLES)
         if unknown:
             raise ValueError(f"unknown adapter roles {sorted(unknown)}; expected {ROLES}")
-        _bound_onednn_primitive_cache()
+        bound_onednn_primitive_cache()
         tokenizer = load_tokenizer(base_path)
         base = _load_base(base_path, precision)
         model: PeftModel | None = None
@@ -275,9 +270,9 @@ class PolicyPair:
         """Log-softmax over the vocabulary at each completion token, for the active adapter.
 
         Rows are prompt + completion, left-padded so every completion ends at the right edge (to a multiple of
-        SHAPE_STEP positions); only the last C + 1 positions get logits (C = the longest completion rounded up to
-        COMPLETION_STEP). Returns (log_probs [B, C, V], targets [B, C], mask [B, C]); column j of a row with c
-        tokens holds its completion token j - (C - c). The whole distribution is for an exact KL;
+        `shape_buckets.positions`); only the last C + 1 positions get logits (C = the longest completion rounded up
+        to `shape_buckets.completions`). Returns (log_probs [B, C, V], targets [B, C], mask [B, C]); column j of a row
+        with c tokens holds its completion token j - (C - c). The whole distribution is for an exact KL;
         `completion_token_logprobs` is the same numbers at a fraction of the memory.
         """
         logits, targets, mask = self._completion_logits(prompts, completions)
@@ -305,9 +300,9 @@ class PolicyPair:
         if any(len(p) == 0 for p in prompts):
             raise ValueError("every row needs a non-empty prompt: its first completion token is scored from it")
         shared = self.shared_prefix(prompts)
-        width = _round_up(max(len(c) for c in completions), COMPLETION_STEP)
+        width = self.shape_buckets.completion_width(max(len(c) for c in completions))
         lengths = [len(p) - shared + len(c) for p, c in zip(prompts, completions, strict=True)]
-        total = max(_round_up(max(lengths), SHAPE_STEP), width + 1)
+        total = max(self.shape_buckets.row_width(max(lengths)), width + 1)
         pad = self.tokenizer.pad_token_id
         input_ids = torch.full((len(lengths), total), pad, dtype=torch.long)
         attention = torch.zeros((len(lengths), total), dtype=torch.long)
@@ -398,19 +393,6 @@ def median_budget(lengths: Sequence[int], rows: int) -> int:
     """The tokens of `rows` median-length rows: a training micro-batch budget that splits rows of very
     different lengths apart, so little of the forward and backward work is padding."""
     return rows * sorted(lengths)[len(lengths) // 2] if lengths else 0
-
-
-def _round_up(n: int, step: int) -> int:
-    return -(-n // step) * step
-
-
-def _bound_onednn_primitive_cache() -> None:
-    """oneDNN, which runs PyTorch's bf16 matmuls on CPU, keeps a compiled primitive per tensor shape, up to 1,024.
-    Micro-batches and generation batches of ever new lengths fill it with shapes that never come back; a small
-    cache lowers the peak in the same time, since each step reuses its own few shapes, and none at all is much
-    slower (bench/onednn_cache.py; docs/performance.md, 'Measurements behind the code'). oneDNN reads the
-    variable when it makes its first primitive; a value the user set is kept."""
-    os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", str(ONEDNN_PRIMITIVES))
 
 
 @contextmanager

@@ -8,10 +8,10 @@ from collections.abc import Callable, Sequence
 import torch
 from transformers import DynamicCache
 
+from genenv.models.cpu.kv_cache import DecodingCache
+from genenv.models.cpu.onednn_linears import packed_linears
 from genenv.models.decoding import DecodingRows, Row, cache_layers, next_tokens
-from genenv.models.kv_cache import DecodingCache
 from genenv.models.memory import return_freed_memory
-from genenv.models.onednn_linears import packed_linears
 from genenv.models.policy import PolicyPair, cache_argument, length_batches, shared_prefix_length
 from genenv.models.sampling import Completion, SamplingSettings, encode_prompt, stop_ids
 
@@ -37,9 +37,9 @@ class TransformersBackend:
 
     Prompts join shortest first (`batches`), as many at a time as fit `batch_size` rows of the longest prompt in
     tokens; a row's answer is done as soon as it stops, and queued prompts take its room once a quarter of the
-    room is free (`_admissible`), so no answer waits on the longest one of its batch (ended rows leave the cache
+    room is free (`admitted`), so no answer waits on the longest one of its batch (ended rows leave the cache
     when rows join, or once they are half of it: moving the cache costs more than computing a few idle rows).
-    Joining rows prefill without repeating work (`_prefilled`): the tokens every prompt of the call starts with
+    Joining rows prefill without repeating work (`prefilled`): the tokens every prompt of the call starts with
     (the system prompt) are computed once per call, and each distinct prompt once for all the rows that repeat
     it (a task's k rollouts, a seed's n variations). Each row samples from its own random stream, seeded by the
     call's seed and its place in the call, so its tokens do not depend on which rows decode beside it; greedy
@@ -50,6 +50,8 @@ class TransformersBackend:
     On long prompts that takes less time and less memory, with the same greedy tokens in fp32.
     Each call ends by handing the C heap's free pages back: its KV caches are gone, and glibc would otherwise
     hold their pages under the next stage (both measured: docs/performance.md, 'Measurements behind the code').
+    Its steps (`decode`, `admitted`, `compacts`, `prefix`, `prefilled`, `prefill`, `step`, `sample`) are public, so a
+    benchmark times one or puts an earlier way in its place (bench/) without reaching into the backend.
     """
 
     def __init__(self, policy: PolicyPair, batch_size: int = 16, prefill_chunk: int | None = 256) -> None:
@@ -79,14 +81,14 @@ class TransformersBackend:
                 torch.inference_mode(),
                 self.policy.autocast(),
             ):
-                generated = self._decode(prompts, sampling, progress, first_row)
+                generated = self.decode(prompts, sampling, progress, first_row)
         finally:
             model.train(was_training)
             return_freed_memory()
         return self.completions(prompts, generated)
 
     def completions(self, prompts: list[list[int]], generated: list[list[int]]) -> list[Completion]:
-        """Each prompt's `_decode` tokens as a completion: they end at the first stop token, which stays in the ids
+        """Each prompt's `decode` tokens as a completion: they end at the first stop token, which stays in the ids
         (GRPO must also reinforce, or discourage, stopping there), or at max_new_tokens."""
         tokenizer, stops = self.policy.tokenizer, stop_ids(self.policy)
         return [
@@ -97,14 +99,14 @@ class TransformersBackend:
     def batches(self, prompts: list[list[int]], max_new_tokens: int) -> list[list[int]]:
         """Indices of `prompts`, shortest first, cut where the rows so far would pass the tokens of `batch_size`
         rows of the longest prompt (counting the tokens to generate): shorter prompts fill wider batches at the
-        same memory. `_decode` queues prompts in this order and admits its first batch at once."""
+        same memory. `decode` queues prompts in this order and admits its first batch at once."""
         lengths = [len(p) for p in prompts]
         return length_batches(lengths, self._budget(lengths, max_new_tokens), extra=max_new_tokens)
 
     def _budget(self, lengths: Sequence[int], max_new_tokens: int) -> int:
         return self.batch_size * (max(lengths, default=0) + max_new_tokens)
 
-    def _decode(
+    def decode(
         self,
         prompts: list[list[int]],
         sampling: SamplingSettings,
@@ -118,12 +120,12 @@ class TransformersBackend:
         queue = deque(i for batch in self.batches(prompts, cap) for i in batch)
         budget = self._budget([len(p) for p in prompts], cap)
         generators = row_generators(sampling.seed, len(prompts), self.policy.device, first_row)
-        prefix = self._prefix(prompts)
+        prefix = self.prefix(prompts)
         stops = stop_ids(self.policy)
         results: list[list[int]] = [[] for _ in prompts]
         rows: DecodingRows | None = None
         while queue or rows is not None:
-            joining = self._admissible(rows, [len(prompts[i]) for i in queue], budget, cap)
+            joining = self.admitted(rows, [len(prompts[i]) for i in queue], budget, cap)
             if joining:
                 group = [queue.popleft() for _ in range(joining)]
                 new = self._prefill_group(prefix, [prompts[i] for i in group], group, generators, sampling)
@@ -132,7 +134,7 @@ class TransformersBackend:
                 else:
                     rows.regroup(rows.running(), new)
             else:
-                rows.append(self._step(rows, sampling))
+                rows.append(self.step(rows, sampling))
             ended = [r for r in rows.rows if not r.ended and (r.tokens[-1] in stops or len(r.tokens) >= cap)]
             for row in ended:
                 row.ended = True
@@ -142,11 +144,11 @@ class TransformersBackend:
             running = rows.running()
             if not running:
                 rows = None
-            elif self._compacts(rows):
+            elif self.compacts(rows):
                 rows.regroup(running)
         return results
 
-    def _admissible(self, rows: DecodingRows | None, queued: list[int], budget: int, max_new_tokens: int) -> int:
+    def admitted(self, rows: DecodingRows | None, queued: list[int], budget: int, max_new_tokens: int) -> int:
         """How many queued prompts (of these lengths, in queue order) join now: as many as fit the budget with the
         running rows, counted like `batches`, once that is a quarter of the room or the whole queue (a prefill
         of a few rows costs about as much as many decoding steps); at least one when nothing runs. The queue is
@@ -160,11 +162,11 @@ class TransformersBackend:
         room = budget // (queued[0] + max_new_tokens) if queued else 0
         return fit if fit == len(queued) or 4 * fit >= room else 0
 
-    def _compacts(self, rows: DecodingRows) -> bool:
+    def compacts(self, rows: DecodingRows) -> bool:
         """Whether to drop the ended rows now: once they are half the rows, as a step computes them too."""
         return 2 * (len(rows.rows) - len(rows.running())) >= len(rows.rows)
 
-    def _prefix(self, prompts: list[list[int]]) -> tuple[int, DynamicCache | None]:
+    def prefix(self, prompts: list[list[int]]) -> tuple[int, DynamicCache | None]:
         """The number of tokens every prompt of the call starts with, and their KV cache (one row), computed
         once for the whole call."""
         shared = shared_prefix_length(list({tuple(p) for p in prompts}))
@@ -172,7 +174,7 @@ class TransformersBackend:
             return 0, None
         kv_cache = DecodingCache()
         ids = torch.tensor([prompts[0][:shared]], device=self.policy.device)
-        self._prefill(kv_cache, ids, torch.ones_like(ids))
+        self.prefill(kv_cache, ids, torch.ones_like(ids))
         return shared, kv_cache
 
     def _prefill_group(
@@ -184,12 +186,12 @@ class TransformersBackend:
         sampling: SamplingSettings,
     ) -> DecodingRows:
         """Joining rows (the prompts at `indices`) with their prompts in a cache and their first token sampled."""
-        kv_cache, attention, logits = self._prefilled(prefix, prompts)
+        kv_cache, attention, logits = self.prefilled(prefix, prompts)
         rows = DecodingRows(kv_cache, attention, [Row(i, generators[i]) for i in indices])
-        rows.append(self._sample(logits, rows.generators(), sampling))
+        rows.append(self.sample(logits, rows.generators(), sampling))
         return rows
 
-    def _prefilled(
+    def prefilled(
         self, prefix: tuple[int, DynamicCache | None], prompts: list[list[int]]
     ) -> tuple[DynamicCache, torch.Tensor, torch.Tensor]:
         """(KV cache, attention mask, last logits) of each prompt without repeating work: the call's shared
@@ -205,18 +207,18 @@ class TransformersBackend:
         kv_cache = DecodingCache()
         for index, (keys, values) in enumerate(cache_layers(prefix_cache) if prefix_cache is not None else []):
             kv_cache.update(keys.expand(len(distinct), -1, -1, -1), values.expand(len(distinct), -1, -1, -1), index)
-        logits = self._prefill(kv_cache, input_ids, attention, start=shared)
+        logits = self.prefill(kv_cache, input_ids, attention, start=shared)
         select = torch.tensor(row_of, device=device)
         kv_cache.batch_select_indices(select)
         return kv_cache, attention[select], logits[select]
 
-    def _sample(
+    def sample(
         self, logits: torch.Tensor, generators: list[torch.Generator], sampling: SamplingSettings
     ) -> torch.Tensor:
         """Each row's next token from its last logits (`next_tokens`)."""
         return next_tokens(logits, generators, sampling.temperature, sampling.top_p)
 
-    def _step(self, rows: DecodingRows, sampling: SamplingSettings) -> torch.Tensor:
+    def step(self, rows: DecodingRows, sampling: SamplingSettings) -> torch.Tensor:
         """One decoding step: every row's last token through the model, the next token sampled per row."""
         model = self.policy.model
         input_ids, positions = rows.next_inputs()
@@ -228,9 +230,9 @@ class TransformersBackend:
             use_cache=True,
             **{cache_argument(model): rows.cache},
         ).logits[:, -1]
-        return self._sample(logits, rows.generators(), sampling)
+        return self.sample(logits, rows.generators(), sampling)
 
-    def _prefill(
+    def prefill(
         self, kv_cache: DynamicCache, input_ids: torch.Tensor, attention: torch.Tensor, start: int = 0
     ) -> torch.Tensor:
         """Extend `kv_cache` (holding columns up to `start`) with the rest of these columns, in chunks of

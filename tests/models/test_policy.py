@@ -9,11 +9,10 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
+from genenv.models.cpu.shapes import ShapeBuckets
 from genenv.models.policy import (
-    COMPLETION_STEP,
     MIN_SHARED_PREFIX,
     ROLES,
-    SHAPE_STEP,
     LoraSettings,
     PolicyPair,
     length_batches,
@@ -194,21 +193,23 @@ def test_completion_logprobs_align_with_unbatched_forward(policy: PolicyPair) ->
 
 
 def test_training_rows_of_nearby_lengths_share_one_shape(policy: PolicyPair) -> None:
-    """Micro-batches are padded to a multiple of SHAPE_STEP positions (completions to COMPLETION_STEP), so CPU
-    kernels compiled per shape are reused instead of piling up; the completion tokens' log-probs are those of each
-    row alone (the test above)."""
+    """Micro-batches are padded to a multiple of 64 positions (completions to 16: `ShapeBuckets`), so CPU kernels
+    compiled per shape are reused instead of piling up; the completion tokens' log-probs are those of each row alone
+    (the test above)."""
+    assert policy.shape_buckets == ShapeBuckets(positions=64, completions=16)
+    positions, completions = 64, 16
     shapes = []
     hook = policy.model.get_input_embeddings().register_forward_hook(lambda _m, args, _o: shapes.append(args[0].shape))
     try:
         with torch.no_grad():
-            for prompt_length, completion_length in ((3, 2), (SHAPE_STEP - 20, 9), (SHAPE_STEP + 1, 2)):
+            for prompt_length, completion_length in ((3, 2), (positions - 20, 9), (positions + 1, 2)):
                 prompts = [list(range(1, prompt_length + 1)), [1, 2]]
                 completions = [[60] * completion_length, [61]]
                 logp, _, mask = policy.completion_token_logprobs(prompts, completions)
-                assert logp.shape == mask.shape == (2, COMPLETION_STEP)
+                assert logp.shape == mask.shape == (2, completions)
     finally:
         hook.remove()
-    assert shapes == [(2, SHAPE_STEP), (2, SHAPE_STEP), (2, 2 * SHAPE_STEP)]
+    assert shapes == [(2, positions), (2, positions), (2, 2 * positions)]
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the process's mappings from /proc")

@@ -10,7 +10,7 @@ import torch
 from transformers import DynamicCache
 
 from genenv.models.backends import BACKENDS
-from genenv.models.kv_cache import DecodingCache
+from genenv.models.cpu.kv_cache import DecodingCache
 from genenv.models.policy import LoraSettings, PolicyPair, cache_argument, length_batches, shared_prefix_length
 from genenv.models.sampling import SamplingSettings, encode_prompt, stop_ids
 from genenv.models.transformers_backend import TransformersBackend, padded
@@ -128,7 +128,7 @@ def test_ended_rows_keep_their_answers_while_they_wait_in_the_cache(policy: Poli
     backend = TransformersBackend(policy, batch_size=6)
     prompts = [encode_prompt(policy.tokenizer, c) for c in CONVERSATIONS * 3]
     with forward_shapes(policy) as shapes, torch.inference_mode():
-        answers = backend._decode(prompts, sampling, progress=None)
+        answers = backend.decode(prompts, sampling, progress=None)
     steps = sum(rows for rows, width in shapes if width == 1)
     assert steps > sum(len(answer) - 1 for answer in answers), "no ended row waited in the cache"
     for answer in answers:
@@ -162,9 +162,9 @@ def test_merged_greedy_equals_the_unmerged_adapter_token_for_token(policy: Polic
     policy.activate("agent")
     policy.model.eval()
     with torch.inference_mode():  # the backend's decoding, on the model as it is: the adapter applied per token
-        unmerged = backend._decode(prompts, GREEDY, progress=None)
+        unmerged = backend.decode(prompts, GREEDY, progress=None)
         with policy.model.disable_adapter():
-            plain = backend._decode(prompts, GREEDY, progress=None)
+            plain = backend.decode(prompts, GREEDY, progress=None)
     assert ids(merged) == unmerged
     assert plain != ids(merged), "the adapter must change the answers for this check to mean anything"
 

@@ -6,7 +6,7 @@ from unittest import mock
 import pytest
 import torch
 
-from genenv.models.onednn_linears import OneDnnLinear, PackedLinear, onednn_supports, packed_linears
+from genenv.models.cpu.onednn_linears import OneDnnLinear, PackedLinear, onednn_supports, packed_linears
 from genenv.models.policy import LoraSettings, PolicyPair
 from genenv.models.sampling import SamplingSettings, encode_prompt
 from genenv.models.transformers_backend import TransformersBackend
@@ -66,7 +66,7 @@ def test_a_layer_that_fails_to_pack_leaves_every_layer_plain(policy: PolicyPair)
         return made[-1]
 
     with (
-        mock.patch("genenv.models.onednn_linears.PackedLinear", pack_two_then_fail),
+        mock.patch("genenv.models.cpu.onednn_linears.PackedLinear", pack_two_then_fail),
         pytest.raises(RuntimeError, match="could not pack"),
         packed_linears(policy.model, torch.float32),
     ):

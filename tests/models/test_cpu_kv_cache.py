@@ -3,7 +3,7 @@ from __future__ import annotations
 import torch
 from transformers import DynamicCache
 
-from genenv.models.kv_cache import ROOM, DecodingCache, ReservingLayer
+from genenv.models.cpu.kv_cache import ROOM, DecodingCache, ReservingLayer
 
 
 def columns(count: int, rows: int = 3, seed: int = 0) -> torch.Tensor:
