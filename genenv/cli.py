@@ -8,6 +8,7 @@ import sys
 import traceback
 
 from genenv.commands import COMMANDS
+from genenv.commands.stopping import Stopped
 from genenv.config import ConfigError
 from genenv.errors import RerunError
 
@@ -39,6 +40,13 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
         print(f"genenv: {exc}", file=sys.stderr)
         return 2
+    except Stopped as stopped:  # its line is printed
+        return stopped.exit_code
+    except KeyboardInterrupt:
+        if args.debug:
+            traceback.print_exc()
+        print("genenv: stopped", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

