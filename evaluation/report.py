@@ -12,7 +12,7 @@ import html
 import json
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,7 +55,7 @@ class Chart:
 
 
 @dataclass(frozen=True)
-class Scored:
+class ScoredModel:
     """One model scored in the comparison: its label in the report and its evaluation batch."""
 
     label: str
@@ -89,7 +89,7 @@ class Comparison:
     arms: list[tuple[str, str, str | None, dict[str, str]]]
     """(arm, role, run id or None, the arm's preset overrides); role from genenv.arms."""
     shared_run: str | None
-    models: list[Scored]
+    models: list[ScoredModel]
     pairs: list[Pair]
     """The differences B - A the report shows, paired over the items the models scored."""
     items: dict[str, int]
@@ -192,6 +192,11 @@ def _number(value: float | None) -> float | None:
     return None if value is None else float(value)
 
 
+def _metric(name: str) -> Callable[[str], float | None]:
+    """A `metrics` JSON's number `name` (None where absent)."""
+    return lambda metrics: _number(json.loads(metrics).get(name))
+
+
 def curriculum_charts(warehouse: Warehouse, runs: dict[str, str], band: tuple[float, float]) -> list[Chart]:
     """The training-side charts from the committed `generations` rows, for {arm: run_id}."""
     arms = pl.DataFrame(
@@ -200,9 +205,7 @@ def curriculum_charts(warehouse: Warehouse, runs: dict[str, str], band: tuple[fl
     metrics = query(warehouse, "SELECT run_id, generation, metrics FROM generations")
     metrics = metrics.join(arms, on="run_id").with_columns(
         **{
-            name: pl.col("metrics").map_elements(
-                lambda m, n=name: _number(json.loads(m).get(n)), return_dtype=pl.Float64
-            )
+            name: pl.col("metrics").map_elements(_metric(name), return_dtype=pl.Float64)
             for name in (
                 "fresh_success",
                 "band_share",
@@ -224,7 +227,7 @@ def curriculum_charts(warehouse: Warehouse, runs: dict[str, str], band: tuple[fl
 
 
 # --- scores ---
-def model_scores(warehouse: Warehouse, models: Sequence[Scored]) -> pl.DataFrame:
+def model_scores(warehouse: Warehouse, models: Sequence[ScoredModel]) -> pl.DataFrame:
     """The `evaluations` rows of every model, with its label: label, benchmark, category, metric, value, n, ci."""
     rows = warehouse.read("evaluations")
     frames = [
@@ -239,7 +242,9 @@ def model_scores(warehouse: Warehouse, models: Sequence[Scored]) -> pl.DataFrame
     )
 
 
-def item_scores(warehouse: Warehouse, models: Sequence[Scored]) -> dict[tuple[str, str, str, str], dict[str, float]]:
+def item_scores(
+    warehouse: Warehouse, models: Sequence[ScoredModel]
+) -> dict[tuple[str, str, str, str], dict[str, float]]:
     """{(label, benchmark, category, metric): {item_id: score}} from `evaluation_items`."""
     rows = warehouse.read("evaluation_items")
     out: dict[tuple[str, str, str, str], dict[str, float]] = {}
@@ -260,11 +265,12 @@ def paired_rows(
     categories = sorted({key[1:] for key in items})
     for pair in pairs:
         for benchmark, category, metric in categories:
-            per_seed = [
+            found = [
                 (items.get((a, benchmark, category, metric)), items.get((b, benchmark, category, metric)))
                 for b, a in pair.models
             ]
-            if any(a is None or b is None for a, b in per_seed):
+            per_seed = [(a, b) for a, b in found if a is not None and b is not None]
+            if len(per_seed) < len(found):
                 continue
             try:
                 diff = pooled_paired_difference(per_seed)
@@ -317,7 +323,7 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
-def scores_table(scores: pl.DataFrame, models: Sequence[Scored]) -> str:
+def scores_table(scores: pl.DataFrame, models: Sequence[ScoredModel]) -> str:
     """Rows (benchmark, category, metric), one column per model: value [low, high]."""
     labels = [model.label for model in models]
     rows = []
@@ -350,6 +356,27 @@ def differences_table(rows: Sequence[dict[str, Any]]) -> str:
     )
 
 
+def arms_table(warehouse: Warehouse, comparison: Comparison) -> str:
+    """One row per arm: what it is (shared run, fork, base, generation 0), its run and its preset overrides."""
+    rows = []
+    parents = {run: warehouse.run(run) for run in {r for _, _, r, _ in comparison.arms if r}}
+    for arm, role, run, preset in comparison.arms:
+        if role == TRAIN_ROLE and run == comparison.shared_run:
+            what = "trains generations 1..T; its generation 0 is the shared one"
+        elif role == TRAIN_ROLE and run is not None:
+            parent = parents[run]
+            what = f"fork of {parent['parent_run_id']} at generation {parent['parent_generation']}; trains 1..T"
+        elif role == BASE_ROLE:
+            what = "the base model without adapters"
+        else:
+            what = "generation 0 of the shared run (g0)"
+        overrides = ", ".join(f"{k}={v}" for k, v in preset.items()) or "none"
+        rows.append(
+            [html.escape(arm), html.escape(what), f"<code>{html.escape(run or '–')}</code>", html.escape(overrides)]
+        )
+    return _table(["arm", "what it is", "run", "preset overrides"], rows)
+
+
 def comparison_report(warehouse: Warehouse, comparison: Comparison) -> str:
     """The whole page for a finished comparison (flows/compare.py)."""
     scores = model_scores(warehouse, comparison.models)
@@ -358,23 +385,6 @@ def comparison_report(warehouse: Warehouse, comparison: Comparison) -> str:
     runs = {arm: run for arm, role, run, _ in comparison.arms if role == TRAIN_ROLE and run}
     band = (config["alpha"] - config["k_min"], config["alpha"] + config["k_min"])
     charts = [*benchmark_charts(scores, comparison), *curriculum_charts(warehouse, runs, band)]
-
-    arm_rows = []
-    parents = {run: warehouse.run(run) for run in {r for _, _, r, _ in comparison.arms if r}}
-    for arm, role, run, preset in comparison.arms:
-        if role == TRAIN_ROLE and run == comparison.shared_run:
-            what = "trains generations 1..T; its generation 0 is the shared one"
-        elif role == TRAIN_ROLE:
-            parent = parents[run]
-            what = f"fork of {parent['parent_run_id']} at generation {parent['parent_generation']}; trains 1..T"
-        elif role == BASE_ROLE:
-            what = "the base model without adapters"
-        else:
-            what = "generation 0 of the shared run (g0)"
-        overrides = ", ".join(f"{k}={v}" for k, v in preset.items()) or "none"
-        arm_rows.append(
-            [html.escape(arm), html.escape(what), f"<code>{html.escape(run or '–')}</code>", html.escape(overrides)]
-        )
 
     sizes = format_item_sizes(comparison.items) if comparison.items else "none"
     other = f"{comparison.limit} per category" if comparison.limit is not None else "all items"
@@ -407,7 +417,7 @@ def comparison_report(warehouse: Warehouse, comparison: Comparison) -> str:
         f"<title>{html.escape(comparison.title)}</title><style>body{{font-family:sans-serif;margin:2em}}"
         "figure{display:inline-block;margin:0.5em}td,th{padding:0 1em;text-align:left}</style></head><body>"
         f"<h1>{html.escape(comparison.title)}</h1><ul>{''.join(f'<li>{note}</li>' for note in notes)}</ul>"
-        f"<h2>Arms</h2>{_table(['arm', 'what it is', 'run', 'preset overrides'], arm_rows)}"
+        f"<h2>Arms</h2>{arms_table(warehouse, comparison)}"
         f"<h2>Scores with {CONFIDENCE:.0%} intervals</h2>{scores_table(scores, comparison.models)}"
         f"<h2>Paired differences</h2>{differences_table(differences)}"
         f"<h2>Charts</h2>{figures}"

@@ -14,6 +14,7 @@ other arms).
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from genenv.arms import BASE, GENERATION_ZERO, TRAIN, ArmPlan, generation_zero_d
 from genenv.config import ConfigError, GenEnvConfig, config_from_dict, load_config, resume_differences
 from genenv.errors import RerunError
 from genenv.evaluation.benchmark_registry import format_item_sizes
-from genenv.evaluation.report import Comparison, Pair, Scored, comparison_report, shown_path
+from genenv.evaluation.report import Comparison, Pair, ScoredModel, comparison_report, shown_path
 from genenv.flows.evaluate import benchmarks_to_score, evaluate
 from genenv.flows.evolve import evolve
 from genenv.flows.generation import run_generation
@@ -196,6 +197,77 @@ def arm_run(warehouse_uri: str, plan: ArmPlan, shared: str, runtime: ModelRuntim
     return run_id
 
 
+def first_arm_run(plan: ArmPlan, runtime: ModelRuntime) -> str:
+    """The first training arm's run: an evolve run of its config, whose generation 0 the other arms share."""
+    with tags(f"arm:{plan.arm}"):
+        run_id = evolve(config=plan.config.to_dict(), runtime=runtime)
+    get_run_logger().info(f"generation 0 is {run_id}'s: to continue this comparison, add --from-run {run_id}")
+    return run_id
+
+
+def arm_runs(
+    warehouse_uri: str, plans: list[ArmPlan], from_run: str | None, runtime: ModelRuntime
+) -> dict[str, str | None]:
+    """Each arm's run by label, and "g0": the run whose generation 0 they share (None with base arms alone).
+    Generation 0 is `from_run`'s, else the first training arm's own run's, else (no arm trains) a run of it alone;
+    every other training arm forks it and runs its generations; warm-start-only is that generation 0."""
+    training = [plan for plan in plans if plan.role == TRAIN]
+    sharing = [plan for plan in plans if plan.role != BASE]
+    if from_run is not None:  # generation 0 given: every training arm forks it
+        shared: str | None = from_run
+        runs = {plan.label: arm_run(warehouse_uri, plan, from_run, runtime) for plan in training}
+    elif training:  # the first training arm's own run makes generation 0; the others fork it
+        first, *others = training
+        shared = first_arm_run(first, runtime)
+        runs = {first.label: shared, **{plan.label: arm_run(warehouse_uri, plan, shared, runtime) for plan in others}}
+    else:  # no arm trains: generation 0 alone, when an arm shares it
+        shared = evolve(config=sharing[0].config.to_dict(), runtime=runtime) if sharing else None
+        runs = {}
+    return {**runs, "g0": shared, **{plan.label: shared for plan in sharing if plan.role == GENERATION_ZERO}}
+
+
+@dataclass(frozen=True)
+class ItemSample:
+    """What every model of a comparison is scored on: the same items of the same benchmarks."""
+
+    benchmarks: list[str]
+    benchmarks_dir: str | None
+    items: dict[str, int] | None
+    limit: int | None
+
+    def earlier(self, warehouse: Warehouse, run_id: str, generation: int | None) -> str | None:
+        """An evaluation batch that already scored the run's agent at `generation` on these items."""
+        chosen = (self.benchmarks, self.benchmarks_dir, self.items, self.limit)
+        return earlier_evaluation(warehouse, run_id, generation, *chosen)
+
+    def options(self) -> dict[str, Any]:
+        """`evaluate`'s arguments that choose the items."""
+        return {
+            "benchmarks": self.benchmarks,
+            "data_dir": self.benchmarks_dir,
+            "items": self.items,
+            "limit": self.limit,
+        }
+
+
+def score_model(
+    entry: tuple[str, tuple[str, ...], str | None, int | None],
+    runs: dict[str, str | None],
+    sample: ItemSample,
+    config: GenEnvConfig,
+    runtime: ModelRuntime,
+) -> ScoredModel:
+    """One model of `models_to_score`, scored on `sample` (or its earlier evaluation of the same items) with the
+    base model, data folder and warehouse of `config`, which every arm shares."""
+    label, on, key, generation = entry
+    run_id = runs[key] if key is not None else None
+    warehouse_uri = config.resolved_warehouse_uri
+    earlier = run_id and sample.earlier(Warehouse(warehouse_uri), run_id, generation)
+    where: dict[str, Any] = {"warehouse_uri": warehouse_uri, "cache_dir": config.data_dir, "runtime": runtime}
+    batch = earlier or evaluate(config.model, run_id, generation, **where, **sample.options())
+    return ScoredModel(label, batch, run_id or "base", generation, on)
+
+
 @flow(name="genenv-compare")
 def compare(
     arms: list[str],
@@ -222,72 +294,33 @@ def compare(
     arguments and `from_run`, a comparison continues: an arm whose run exists goes on from its last committed
     generation, and a model already scored on the same items is not scored again.
     """
-    overrides = override_values(overrides)
-    plans = plan_arms(arms, config_file, overrides, seeds)
+    changes = override_values(overrides)
+    plans = plan_arms(arms, config_file, changes, seeds)
     for plan in plans:
         validate(plan.config)
-    names = benchmarks_to_score(benchmarks, benchmarks_dir, items)
-    training = [plan for plan in plans if plan.role == TRAIN]
-    sharing = [plan for plan in plans if plan.role != BASE]
-    warehouse_uri = plans[0].config.resolved_warehouse_uri
-    warehouse = Warehouse(warehouse_uri)
+    sample = ItemSample(benchmarks_to_score(benchmarks, benchmarks_dir, items), benchmarks_dir, items, limit)
+    shared_config = plans[0].config  # every arm's base model, data folder and warehouse
+    warehouse = Warehouse(shared_config.resolved_warehouse_uri)
     if from_run is not None:
-        check_shared_run(warehouse, from_run, sharing)
-
-    with model_runtime(plans[0].config.placement) as models:  # for every arm and evaluation, released at the end
-        runs: dict[str, str] = {}
-        shared = from_run
-        for plan in training:
-            if shared is None:
-                with tags(f"arm:{plan.arm}"):
-                    shared = runs[plan.label] = evolve(config=plan.config.to_dict(), runtime=models)
-                get_run_logger().info(
-                    f"generation 0 is {shared}'s: to continue this comparison, add --from-run {shared}"
-                )
-                continue
-            runs[plan.label] = arm_run(warehouse_uri, plan, shared, models)
-        if shared is None and sharing:
-            shared = evolve(config=sharing[0].config.to_dict(), runtime=models)
-        runs["g0"] = shared
-        for plan in sharing:
-            if plan.role == GENERATION_ZERO:
-                runs[plan.label] = shared
-
-        def scored(label: str, on: tuple[str, ...], key: str | None, generation: int | None) -> Scored:
-            run_id = runs[key] if key is not None else None
-            earlier = run_id and earlier_evaluation(warehouse, run_id, generation, names, benchmarks_dir, items, limit)
-            batch = earlier or evaluate(
-                model=plans[0].config.model,  # every arm's: the arms share one config
-                run_id=run_id,
-                generation=generation,
-                benchmarks=names,
-                data_dir=benchmarks_dir,
-                limit=limit,
-                warehouse_uri=warehouse_uri,
-                cache_dir=plans[0].config.data_dir,
-                items=items,
-                runtime=models,
-            )
-            return Scored(label, batch, run_id or "base", generation, on)
-
-        scores = [scored(*entry) for entry in models_to_score(plans, every_generation)]
-
+        check_shared_run(warehouse, from_run, [plan for plan in plans if plan.role != BASE])
+    with model_runtime(shared_config.placement) as models:  # for every arm and evaluation, released at the end
+        runs = arm_runs(shared_config.resolved_warehouse_uri, plans, from_run, models)
+        scores = [score_model(e, runs, sample, shared_config, models) for e in models_to_score(plans, every_generation)]
     command = command_line(
-        arms, config_file, overrides, names, benchmarks_dir, limit, items, every_generation, seeds, from_run
+        arms, config_file, changes, sample.benchmarks, benchmarks_dir, limit, items, every_generation, seeds, from_run
     )
     comparison = Comparison(
         title="GenEnv arms compared",
         command=command,
-        config=load_config(config_file, overrides).to_dict(),
+        config=load_config(config_file, changes).to_dict(),
         arms=[(plan.label, plan.role, runs.get(plan.label), plan.overrides) for plan in plans],
-        shared_run=shared,
+        shared_run=runs["g0"],
         models=scores,
         pairs=comparison_pairs(plans),
         items=dict(items or {}),
         limit=limit,
     )
-    page = comparison_report(warehouse, comparison)
     path = Path(report)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(page)
+    path.write_text(comparison_report(warehouse, comparison))
     return str(path.resolve())

@@ -12,7 +12,7 @@ from prefect import flow
 from genenv.runtime.handle import ModelRuntime, model_runtime
 from genenv.tasks.commit import commit
 from genenv.tasks.context import GenerationRef
-from genenv.tasks.contract import Adapters, Measured, StageOutput
+from genenv.tasks.contract import Adapters, StageOutput
 from genenv.tasks.finetune import finetune
 from genenv.tasks.generate import generate
 from genenv.tasks.heldout import evaluate_heldout
@@ -36,7 +36,7 @@ def run_generation(warehouse_uri: str, run_id: str, generation: int, runtime: Mo
     return {**committed.counts, "seconds": {output.stage: output.seconds for output in [*stages, committed]}}
 
 
-Stages = tuple[Adapters, Measured, list[StageOutput]]
+Stages = tuple[Adapters, StageOutput, list[StageOutput]]
 """What the commit needs by name (the adapters to point at, the measured agent), and every stage for its timings."""
 
 

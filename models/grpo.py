@@ -48,6 +48,17 @@ class _Row:
     ref_logp: torch.Tensor | None
 
 
+@dataclass(frozen=True)
+class _LossSettings:
+    """How a step's rows are computed: the KL and clip coefficients, the sampling temperature of the log-probs, and
+    the micro-batch size."""
+
+    kl_coef: float
+    clip_epsilon: float
+    temperature: float
+    micro_batch_size: int
+
+
 def group_advantages(samples: Sequence[GroupSample], eps: float = 1e-4) -> list[float]:
     """(r - mean_g) / (std_g + eps) with the sample std (as TRL's torch.std); equal rewards or singletons -> 0.
 
@@ -97,13 +108,9 @@ def grpo_update(
     summed over the minibatch's completion tokens and divided by their number. logp_old (and logp_ref) come
     from one no-grad pass before the first step, so r measures how far this call's earlier steps moved the
     policy; the first step's own rows are on-policy, so their logp_old is their logp in that step, detached, and
-    the no-grad pass skips them (TRL does the same when it can).
-    The record's token means (kl, clip_ratio, entropy, approx_kl) cover the rows the step computed.
-    Log-probabilities are those of the sampling distribution at `temperature` (logits / T). `advantages`, one per
-    sample, replace the group-normalised ones (the simulator's: normalised among valid outputs only).
-    A step's rows are computed in length-sorted micro-batches of about `micro_batch_size` median-length rows'
-    tokens (`PolicyPair.micro_batches`), so little of the work is padding; the loss is a sum, so the cut does not
-    change it.
+    the no-grad pass skips them (TRL does the same when it can). Log-probabilities are those of the sampling
+    distribution at `temperature` (logits / T). `advantages`, one per sample, replace the group-normalised ones
+    (the simulator's: normalised among valid outputs only).
     """
     advantages = group_advantages(samples) if advantages is None else list(advantages)
     zero_spread = zero_spread_share(samples)
@@ -112,62 +119,89 @@ def grpo_update(
     # Without a KL term a zero-advantage row contributes exactly nothing: never forward it.
     live = [i for i, s in enumerate(samples) if s.completion_ids and (kl_coef != 0.0 or advantages[i] != 0.0)]
     if not live or all(a == 0.0 for a in advantages):  # no learning signal: weights and optimizer untouched
-        records = [_skipped(step, len(minibatch), zero_spread) for step, minibatch in enumerate(plan)]
-        if progress is not None:
-            for _ in records:
-                progress(1)
-        return records
+        return _reported([_skipped(step, len(minibatch), zero_spread) for step, minibatch in enumerate(plan)], progress)
     records: list[dict] = []
+    loss = _LossSettings(kl_coef, clip_epsilon, temperature, micro_batch_size)
     rank, world = rank_and_world()  # data parallel (models/data_parallel.py): this rank's rows, all ranks' gradients
     with policy.training(role, lr) as (optimizer, params):
-        mine = my_rows(live, rank, world)
-        rows = _rows(
-            policy, role, samples, advantages, mine, kl_coef != 0.0, micro_batch_size, set(plan[0]), temperature
-        )
-        live_rows = set(live)
+        rows = _rows(policy, role, samples, advantages, my_rows(live, rank, world), loss, set(plan[0]))
         for step, minibatch in enumerate(plan):
-            trained = [rows[i] for i in minibatch if i in rows]
-            if live_rows.intersection(minibatch):
+            if set(live).intersection(minibatch):
                 # dapo: the minibatch's completion tokens, trained or skipped, normalise its loss
                 tokens = sum(samples[i].learned_tokens for i in minibatch)
                 started = time.perf_counter()
                 optimizer.zero_grad(set_to_none=True)
-                # Every rank sums the same statistics, those of rows it did not compute at 0, to add them up.
-                sums: dict[str, float] = defaultdict(float, dict.fromkeys(_STATS + (("kl",) if kl_coef else ()), 0.0))
-                lengths = [_length(r.sample) for r in trained]
-                prompts = [r.sample.prompt_ids for r in trained]
-                for indices in policy.micro_batches(prompts, lengths, micro_batch_size) if trained else []:
-                    micro_batch = [trained[i] for i in indices]
-                    # Micro-batches of other lengths leave the C heap fragmented: handing its free pages back first
-                    # keeps the stage's peak near one micro-batch's activations (docs/performance.md).
-                    return_freed_memory()
-                    loss, stats = _micro_batch_loss(policy, micro_batch, kl_coef, clip_epsilon, temperature)
-                    (loss / tokens).backward()
-                    for key, value in stats.items():
-                        sums[key] += value
-                sums = defaultdict(float, added_across_ranks(params, sums))
+                trained = [rows[i] for i in minibatch if i in rows]
+                sums = _backward(policy, trained, tokens, loss)
+                sums = _summed_across_ranks(params, sums)
                 grad_norm = torch.nn.utils.clip_grad_norm_(params, max_grad_norm).item()
                 optimizer.step()
-                computed = sums["tokens"]
-                records.append(
-                    {
-                        "step": step,
-                        "loss": sums["loss"] / tokens,
-                        "kl": sums["kl"] / computed if kl_coef != 0.0 else None,
-                        "n_rows": len(minibatch),
-                        "seconds": time.perf_counter() - started,
-                        "grad_norm": grad_norm,
-                        "clip_ratio": sums["clipped"] / computed,
-                        "entropy": sums["entropy"] / computed,
-                        "approx_kl": sums["approx_kl"] / computed,
-                        "zero_spread_share": zero_spread,
-                        "skipped": False,
-                    }
-                )
+                record = _step_record(step, len(minibatch), sums, tokens, loss, started, grad_norm, zero_spread)
             else:
-                records.append(_skipped(step, len(minibatch), zero_spread))
-            if progress is not None:
-                progress(1)
+                record = _skipped(step, len(minibatch), zero_spread)
+            records += _reported([record], progress)
+    return records
+
+
+def _backward(policy: PolicyPair, trained: Sequence[_Row], tokens: int, loss: _LossSettings) -> dict[str, float]:
+    """Backward of one step's loss over the rows this rank computes, divided by the step's `tokens`; returns their
+    summed token statistics. The rows run in length-sorted micro-batches of about `loss.micro_batch_size`
+    median-length rows' tokens (`PolicyPair.micro_batches`), so little of the work is padding; the loss is a sum, so
+    the cut does not change it."""
+    # Every rank sums the same statistics, those of rows it did not compute at 0, to add them up.
+    sums: dict[str, float] = defaultdict(float, dict.fromkeys(_STATS + (("kl",) if loss.kl_coef else ()), 0.0))
+    lengths = [_length(r.sample) for r in trained]
+    prompts = [r.sample.prompt_ids for r in trained]
+    for indices in policy.micro_batches(prompts, lengths, loss.micro_batch_size) if trained else []:
+        micro_batch = [trained[i] for i in indices]
+        # Micro-batches of other lengths leave the C heap fragmented: handing its free pages back first keeps the
+        # stage's peak near one micro-batch's activations (docs/performance.md).
+        return_freed_memory()
+        summed, stats = _micro_batch_loss(policy, micro_batch, loss.kl_coef, loss.clip_epsilon, loss.temperature)
+        (summed / tokens).backward()
+        for key, value in stats.items():
+            sums[key] += value
+    return sums
+
+
+def _summed_across_ranks(params: list[torch.nn.Parameter], sums: dict[str, float]) -> dict[str, float]:
+    """The step's gradients and statistics added over the data-parallel ranks (one rank: as they are)."""
+    return defaultdict(float, added_across_ranks(params, sums))
+
+
+def _step_record(
+    step: int,
+    n_rows: int,
+    sums: dict[str, float],
+    tokens: int,
+    loss: _LossSettings,
+    started: float,
+    grad_norm: float,
+    zero_spread: float,
+) -> dict:
+    """One optimizer step on record: its loss per minibatch token, and token means (kl, clip_ratio, entropy,
+    approx_kl) over the rows the step computed."""
+    computed = sums["tokens"]
+    return {
+        "step": step,
+        "loss": sums["loss"] / tokens,
+        "kl": sums["kl"] / computed if loss.kl_coef != 0.0 else None,
+        "n_rows": n_rows,
+        "seconds": time.perf_counter() - started,
+        "grad_norm": grad_norm,
+        "clip_ratio": sums["clipped"] / computed,
+        "entropy": sums["entropy"] / computed,
+        "approx_kl": sums["approx_kl"] / computed,
+        "zero_spread_share": zero_spread,
+        "skipped": False,
+    }
+
+
+def _reported(records: list[dict], progress: Callable[[int], None] | None) -> list[dict]:
+    """`records`, each counted as one step done by `progress`."""
+    if progress is not None:
+        for _ in records:
+            progress(1)
     return records
 
 
@@ -191,10 +225,8 @@ def _rows(
     samples: Sequence[GroupSample],
     advantages: Sequence[float],
     live: Sequence[int],
-    with_reference: bool,
-    micro_batch_size: int,
+    loss: _LossSettings,
     first_step: set[int],
-    temperature: float,
 ) -> dict[int, _Row]:
     """The rows to train on, keyed by sample index, with logp_old (and logp_ref) from no-grad passes; the rows of
     `first_step` get their logp_old from that step instead."""
@@ -202,13 +234,13 @@ def _rows(
     later = [k for k, i in enumerate(live) if i not in first_step]
     old: list[torch.Tensor | None] = [None] * len(batch)
     for k, value in zip(
-        later, _logprobs(policy, [batch[k] for k in later], micro_batch_size, temperature), strict=True
+        later, _logprobs(policy, [batch[k] for k in later], loss.micro_batch_size, loss.temperature), strict=True
     ):
         old[k] = value
-    ref: list[torch.Tensor | None] = [None] * len(batch)
-    if with_reference:
+    ref: Sequence[torch.Tensor | None] = [None] * len(batch)
+    if loss.kl_coef != 0.0:
         with policy.reference(role):
-            ref = _logprobs(policy, batch, micro_batch_size, temperature)
+            ref = _logprobs(policy, batch, loss.micro_batch_size, loss.temperature)
     return {i: _Row(samples[i], advantages[i], o, r) for i, o, r in zip(live, old, ref, strict=True)}
 
 
@@ -245,10 +277,12 @@ def _micro_batch_loss(
     )
     logp = _padded_to_zero(logp, mask)
     current = logp.detach()[mask].split([len(r.sample.completion_ids) for r in batch])
+    olds = []
     for row, values in zip(batch, current, strict=True):
         if row.old_logp is None:  # a first-step row: on-policy, its logp_old is this forward's logp
             row.old_logp = values
-    old_logp = _placed([r.old_logp for r in batch], mask)
+        olds.append(row.old_logp)
+    old_logp = _placed(olds, mask)
     learned = (
         _placed([torch.tensor(r.sample.learned, dtype=torch.float32, device=mask.device) for r in batch], mask) > 0
     )
@@ -258,7 +292,7 @@ def _micro_batch_loss(
     per_token = -torch.min(ratio * advantage, torch.clamp(ratio, 1 - eps, 1 + eps) * advantage)
     stats = {}
     if kl_coef != 0.0:
-        delta = _placed([r.ref_logp for r in batch], mask) - logp
+        delta = _placed([_reference(r) for r in batch], mask) - logp
         kl = torch.exp(delta) - delta - 1  # k3 estimate of KL(pi || pi_ref)
         per_token = per_token + kl_coef * kl
         stats["kl"] = (kl * learned).sum().item()
@@ -280,6 +314,13 @@ def _micro_batch_loss(
 def _padded_to_zero(logp: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Log-prob of each completion token [B, C]; 0 at padding, so no padded value can overflow an exp."""
     return logp.masked_fill(~mask, 0.0)
+
+
+def _reference(row: _Row) -> torch.Tensor:
+    """The row's log-probs under the reference adapter, computed for every row when there is a KL term."""
+    if row.ref_logp is None:
+        raise ValueError("a row has no reference log-probs: they are computed only with a KL term")
+    return row.ref_logp
 
 
 def _placed(values: Sequence[torch.Tensor], mask: torch.Tensor) -> torch.Tensor:

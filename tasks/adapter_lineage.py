@@ -6,8 +6,9 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from genenv.models.policy import ROLES, PolicyPair
+from genenv.models.policy import ROLES
 from genenv.runtime.checkpoints import NO_CHECKPOINTS, Checkpoints
+from genenv.runtime.interface import Trainee
 from genenv.tasks.context import GenerationRef
 from genenv.tasks.contract import Adapters
 from genenv.warehouse.checkpoints import checkpoint_uri, publish_adapter
@@ -29,7 +30,7 @@ def reference_checkpoints(ref: GenerationRef) -> Checkpoints:
     return committed_checkpoints(ref, 0)
 
 
-def own_checkpoints(ref: GenerationRef) -> Checkpoints:
+def own_checkpoints(ref: GenerationRef) -> tuple[str, str]:
     """Where this generation publishes (and later finds) its trained adapters: under the warehouse root."""
     agent, simulator = (checkpoint_uri(ref.warehouse_uri, ref.run_id, ref.generation, role) for role in ROLES)
     return agent, simulator
@@ -41,7 +42,7 @@ def own_adapters(ref: GenerationRef, counts: dict | None = None) -> Adapters:
     return Adapters(ref, counts or {}, agent=agent, simulator=simulator)
 
 
-def save_policy(ref: GenerationRef, policy: PolicyPair) -> Checkpoints:
+def save_policy(ref: GenerationRef, policy: Trainee) -> Checkpoints:
     """Save both adapters locally, then publish them to the warehouse root (a folder or S3)."""
     checkpoints = own_checkpoints(ref)
     scratch = Path(ref.config.data_dir).resolve() / "cache"

@@ -14,7 +14,8 @@ import base64
 import json
 import re
 import time
-from typing import Any
+from typing import Any, cast
+from uuid import UUID
 
 import polars as pl
 from prefect import get_client
@@ -171,16 +172,22 @@ class StageProgress(tqdm):
     def __init__(self, *args: Any, every: float = 2.0, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._every, self._sent = every, time.monotonic()
-        self._artifact = None
+        self._artifact: UUID | None = None
         if self.total and (TaskRunContext.get() or FlowRunContext.get()):
-            self._artifact = create_progress_artifact(0.0, description=f"{self.desc} ({self.total} {self.unit})")
+            made = create_progress_artifact(0.0, description=f"{self.desc} ({self.total} {self.unit})")
+            self._artifact = cast(UUID, made)  # Prefect's sync_compatible: a synchronous caller gets the id
 
     def update(self, n: float | None = 1) -> bool | None:
         shown = super().update(n)
-        if self._artifact is not None and (self.n >= self.total or time.monotonic() - self._sent >= self._every):
-            update_progress_artifact(self._artifact, progress=round(100 * min(self.n / self.total, 1.0), 1))
+        total = self.total or 1  # a card is only made for a bar with a total
+        if self._artifact is not None and (self.n >= total or time.monotonic() - self._sent >= self._every):
+            update_progress_artifact(self._artifact, progress=round(100 * min(self.n / total, 1.0), 1))
             self._sent = time.monotonic()
         return shown
+
+    def advance(self, n: int) -> None:
+        """`update` as a backend's `progress` callback, which returns nothing."""
+        self.update(n)
 
     def close(self) -> None:
         """The live card has done its job once the stage's work is done: remove it so the Artifacts tab keeps only

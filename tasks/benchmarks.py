@@ -163,7 +163,7 @@ def evaluate_benchmark(
     with progress_bar(f"eval {benchmark}", total=len(chosen)) as bar:
         bar.update(len(chosen) - len(todo))
         generated = iter(
-            run_benchmark(scoring_backend(runtime, target, cache_dir, batch_size), scorer, todo, bar.update)
+            run_benchmark(scoring_backend(runtime, target, cache_dir, batch_size), scorer, todo, bar.advance)
             if todo
             else []
         )

@@ -7,7 +7,7 @@ with, the config hash, the seed and the headline metrics.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 from prefect import get_run_logger
@@ -19,12 +19,14 @@ from genenv.domains.base import AbstainingDomain
 from genenv.evaluation.bootstrap import bootstrap_mean
 from genenv.tasks.artifacts import artifact_key, curriculum_trend, loss_curves, p_hat_histogram, summary_rows
 from genenv.tasks.context import GenerationRef, load_tasks, pool_ids
-from genenv.tasks.contract import Adapters, Measured, StageOutput, generation_stage
+from genenv.tasks.contract import Adapters, StageOutput, generation_stage
 from genenv.tasks.finetune import agent_batch
+from genenv.warehouse.schemas import GENERATION_TABLES
 
 
 def _mean(series: pl.Series) -> float | None:
-    return None if series.is_empty() else round(float(series.cast(pl.Float64).mean()), 4)
+    mean = series.cast(pl.Float64).mean()
+    return None if series.is_empty() else round(cast(float, mean), 4)  # a Float64 series' mean: a float
 
 
 def generation_metrics(ref: GenerationRef, stage_seconds: dict[str, float]) -> dict[str, Any]:
@@ -179,8 +181,8 @@ def never_committed(*_: object) -> None:
     """The flow commits only generations that are not committed yet; the commit itself is one atomic write."""
 
 
-@generation_stage(done=never_committed, writes=("generations",))
-def commit(measured: Measured, adapters: Adapters, stages: list[StageOutput]) -> StageOutput:
+@generation_stage(done=never_committed, reads=GENERATION_TABLES, writes=("generations",))  # its row: every version
+def commit(measured: StageOutput, adapters: Adapters, stages: list[StageOutput]) -> StageOutput:
     ref = measured.ref
     config = ref.config
     metrics = generation_metrics(ref, {output.stage: output.seconds for output in stages})

@@ -11,23 +11,73 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
-from functools import cached_property
+from dataclasses import dataclass, field
 from typing import Any
+
+import polars as pl
+from deltalake import DeltaTable
 
 from genenv.config import GenEnvConfig
 from genenv.curriculum.pools import draw, generation_rng, sampling_seed
 from genenv.domains.base import Domain, TaskInstance, get_domain
+from genenv.errors import WarehouseError
 from genenv.models.sampling import SamplingSettings
 from genenv.runtime.handle import ModelRuntime
 from genenv.tasks.artifacts import StageProgress
 from genenv.warehouse.store import Warehouse
 
 
+@dataclass
+class RunSettings:
+    """The run's stored config and its domain, read on first use and shared by every reference to the generation
+    (each stage's copy), so a generation reads them once; no process-wide cache."""
+
+    config: GenEnvConfig | None = None
+    domain: Domain | None = None
+
+
+class UndeclaredTable(WarehouseError):
+    """A stage touched a table its contract (`generation_stage`'s reads= and writes=) does not name."""
+
+
+@dataclass(frozen=True)
+class Declared:
+    """What one stage declares it reads and writes (`generation_stage`): the only tables its warehouse serves."""
+
+    stage: str
+    reads: tuple[str, ...] = ()
+    writes: tuple[str, ...] = ()
+
+
+class DeclaredTables(Warehouse):
+    """The warehouse as one stage sees it: the tables it declares, at the versions handed on; any other fails, and
+    a table it only reads cannot be written."""
+
+    def __init__(self, root_uri: str, pinned: Mapping[str, int], declared: Declared) -> None:
+        super().__init__(root_uri, pinned)
+        self.declared = declared
+
+    def _refuse(self, table: str, allowed: tuple[str, ...], use: str) -> None:
+        if table not in allowed:
+            d = self.declared
+            raise UndeclaredTable(
+                f"stage {d.stage} {use} table {table!r}, which its contract does not allow (reads={list(d.reads)}, "
+                f"writes={list(d.writes)})"
+            )
+
+    def table(self, table: str, version: int | None = None) -> DeltaTable | None:
+        self._refuse(table, (*self.declared.reads, *self.declared.writes), "uses")
+        return super().table(table, version)
+
+    def append(self, table: str, rows: list[dict[str, Any]] | pl.DataFrame) -> int | None:
+        self._refuse(table, self.declared.writes, "writes")
+        return super().append(table, rows)
+
+
 @dataclass(frozen=True)
 class GenerationRef:
     """What the flow hands every stage: which run, which generation, which warehouse, the flow's models, and, read
-    once on first use and held by this object (no process-wide cache), the run's stored config and its domain."""
+    once on first use, the run's stored config and its domain."""
 
     warehouse_uri: str
     run_id: str
@@ -35,24 +85,28 @@ class GenerationRef:
     runtime: ModelRuntime = field(compare=False, repr=False)
     versions: Mapping[str, int] = field(default_factory=dict, compare=False)
     """The Delta version of each table as this generation's earlier stages left it: what a stage reads them at."""
+    declared: Declared | None = field(default=None, compare=False)
+    """Inside a stage, the tables it declares, the only ones its warehouse serves; None outside: every table."""
+    run: RunSettings = field(default_factory=RunSettings, compare=False, repr=False)
 
-    @cached_property
+    @property
     def warehouse(self) -> Warehouse:
-        return Warehouse(self.warehouse_uri, pinned=self.versions)
+        if self.declared is None:
+            return Warehouse(self.warehouse_uri, pinned=self.versions)
+        return DeclaredTables(self.warehouse_uri, self.versions, self.declared)
 
-    def at(self, versions: Mapping[str, int]) -> GenerationRef:
-        """This generation with its tables read at `versions`; the config and domain already read come along."""
-        pinned = replace(self, versions=dict(versions))
-        pinned.__dict__.update({name: self.__dict__[name] for name in ("config", "domain") if name in self.__dict__})
-        return pinned
-
-    @cached_property
+    @property
     def config(self) -> GenEnvConfig:
-        return self.warehouse.run_config(self.run_id)
+        """The run's stored config: what every stage is given, whatever tables it declares."""
+        if self.run.config is None:
+            self.run.config = Warehouse(self.warehouse_uri).run_config(self.run_id)
+        return self.run.config
 
-    @cached_property
+    @property
     def domain(self) -> Domain:
-        return get_domain(self.config.domain, self.config)
+        if self.run.domain is None:
+            self.run.domain = get_domain(self.config.domain, self.config)
+        return self.run.domain
 
     def key(self, *parts: object) -> str:
         """Stable ids for rows this generation writes: '<run>/g<g>/...'."""

@@ -22,7 +22,7 @@ from genenv.models.grpo import GroupSample, group_advantages, grpo_update
 from genenv.models.rwr import encode_example, weighted_sft
 from genenv.tasks.adapter_lineage import committed_checkpoints, own_adapters, reference_checkpoints, save_policy
 from genenv.tasks.context import GenerationRef, agent_sampling, load_tasks, pool_ids, progress_bar
-from genenv.tasks.contract import Adapters, Rewarded, generation_stage
+from genenv.tasks.contract import Adapters, StageOutput, generation_stage
 from genenv.tasks.rollout import call_target, groups_of
 from genenv.tasks.simulator_update import train_simulator
 from genenv.tasks.training_log import training_rows
@@ -97,13 +97,18 @@ def replay_tasks(ref: GenerationRef) -> list[TaskInstance]:
     return draw(abstentions, count, rng) + draw(calls, config.agent_replay_rows - count, rng)
 
 
-def adapters_trained(rewarded: Rewarded) -> Adapters | None:
+def adapters_trained(rewarded: StageOutput) -> Adapters | None:
     ref = rewarded.ref
     return own_adapters(ref) if ref.warehouse.has_rows("training", ref.run_id, ref.generation) else None
 
 
-@generation_stage(done=adapters_trained, writes=("training",), gpu=True)
-def finetune(rewarded: Rewarded) -> Adapters:
+@generation_stage(
+    done=adapters_trained,
+    reads=("generations", "trajectories", "tasks", "pool", "batches"),
+    writes=("training",),
+    gpu=True,
+)
+def finetune(rewarded: StageOutput) -> Adapters:
     ref = rewarded.ref
     config, warehouse = ref.config, ref.warehouse
     previous = committed_checkpoints(ref, ref.generation - 1)

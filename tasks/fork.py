@@ -50,10 +50,10 @@ def fork_run(warehouse_uri: str, parent_run_id: str, generation: int, config: di
     """Create the fork holding the parent's generations 0..G-1, run as `config` (`plan_fork`'s, checked by the
     caller); returns its run id."""
     warehouse = Warehouse(warehouse_uri)
-    config = config_from_dict(config)
-    config = config.replace(run_name=fork or f"{config.run_name}-rerun-g{generation}")
-    run_id = new_run_id(config.run_name)
-    register_run(warehouse, config, run_id, parent=(parent_run_id, generation - 1))
+    stored = config_from_dict(config)
+    settings = stored.replace(run_name=fork or f"{stored.run_name}-rerun-g{generation}")
+    run_id = new_run_id(settings.run_name)
+    register_run(warehouse, settings, run_id, parent=(parent_run_id, generation - 1))
     copy_snapshot(warehouse, parent_run_id, run_id, generation - 1)
     return run_id
 

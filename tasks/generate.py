@@ -15,9 +15,10 @@ from collections.abc import Callable
 import polars as pl
 
 from genenv.curriculum.pools import abstention_tasks, abstentions_for_share, draw, generation_rng
-from genenv.domains.base import REPEAT, AbstainingDomain, Candidate, Domain, TaskInstance, ValidationContext
+from genenv.domains.base import REPEAT, AbstainingDomain, Candidate, Domain, Messages, TaskInstance, ValidationContext
 from genenv.domains.decontamination import domain_index
 from genenv.faults import crash_point
+from genenv.models.sampling import Completion
 from genenv.tasks.adapter_lineage import committed_checkpoints, reference_checkpoints
 from genenv.tasks.context import (
     GenerationRef,
@@ -30,7 +31,7 @@ from genenv.tasks.context import (
     task_from_row,
     task_generation,
 )
-from genenv.tasks.contract import TaskSet, generation_stage, tasks_written
+from genenv.tasks.contract import StageOutput, generation_stage, tasks_written
 
 FAMILY_HINT_ROLLOUTS = 16
 """The agent's latest rollouts of a seed's family that make its difficulty hint (at least a quarter of them, or the
@@ -71,11 +72,11 @@ def family_success_rates(ref: GenerationRef, known: dict[str, TaskInstance]) -> 
     }
 
 
-@generation_stage(done=tasks_written, writes=("tasks",), gpu=True)
-def generate(ref: GenerationRef) -> TaskSet:
+@generation_stage(done=tasks_written, reads=("generations", "trajectories", "pool"), writes=("tasks",), gpu=True)
+def generate(ref: GenerationRef) -> StageOutput:
     config, warehouse, domain = ref.config, ref.warehouse, ref.domain
     if task_generation(ref) != ref.generation:
-        return TaskSet(ref, {"reused_generation": task_generation(ref)})
+        return StageOutput(ref, {"reused_generation": task_generation(ref)})
 
     known = load_tasks(ref)
     pool = subset(known, pool_ids(ref, "train", ref.generation - 1))
@@ -90,7 +91,7 @@ def generate(ref: GenerationRef) -> TaskSet:
     backend = ref.runtime.backend(config, committed_checkpoints(ref, ref.generation - 1), reference_checkpoints(ref))
     sampling = simulator_sampling(config, ref.generation)
     with progress_bar(f"g{ref.generation} generate", len(conversations)) as bar:
-        completions = backend.generate("simulator", conversations, sampling, progress=bar.update)
+        completions = backend.generate("simulator", conversations, sampling, progress=bar.advance)
 
     crash_point(f"g{ref.generation}:generate:generated")
     context = ValidationContext(
@@ -108,41 +109,20 @@ def generate(ref: GenerationRef) -> TaskSet:
                 completion.text, seed_task, task_id=f"{batch_id}/v{j}", truncated=not completion.finished
             )
             candidate = repeat_of_this_generation(domain, domain.validate(candidate, context), written)
-            task_ = candidate.task
-            rows.append(
-                {
-                    "run_id": ref.run_id,
-                    "generation": ref.generation,
-                    "task_id": f"{batch_id}/v{j}",
-                    "origin": "simulator",
-                    "seed_task_id": seed_task.task_id,
-                    "batch_id": batch_id,
-                    "family": seed_task.family,
-                    "question": None if task_ is None else task_.question,
-                    "spec_json": None if task_ is None else json.dumps(task_.spec, sort_keys=True),
-                    "answer": None if task_ is None else task_.answer,
-                    "raw_output": candidate.raw,
-                    "simulator_context": json.dumps(contexts[i]),
-                    "simulator_prompt_ids": completion.prompt_ids,
-                    "simulator_completion_ids": completion.completion_ids,
-                    "valid": candidate.valid,
-                    "reject_reason": candidate.reject_reason,
-                    "heldout": False,
-                }
-            )
+            rows.append(_simulator_row(ref, seed_task, (batch_id, j), candidate, completion, contexts[i]))
     valid = [task_from_row(r) for r in rows if r["valid"]]
     fresh_calls = len(valid) - sum(map(domain.is_abstention, valid)) if isinstance(domain, AbstainingDomain) else 0
     built = abstentions_for(ref, domain, d_train, fresh_calls)
     abstentions = [_abstention_row(ref, task, offered) for task, offered in built]
     warehouse.append("tasks", rows + abstentions)
-    return TaskSet(ref, {"outputs": len(rows), "valid": len(valid), "abstention_tasks": len(abstentions)})
+    return StageOutput(ref, {"outputs": len(rows), "valid": len(valid), "abstention_tasks": len(abstentions)})
 
 
 def repeat_of_this_generation(domain: Domain, candidate: Candidate, written: set[str]) -> Candidate:
     """A valid output identical to one written earlier in this generation is kept out of the pools as a "repeat", and
     shares that output's verdict in the simulator's reward: only earlier generations' tasks make a "duplicate", so two
     identical outputs of one group never get opposite rewards for the same tokens."""
-    if not candidate.valid:
+    if not candidate.valid or candidate.task is None:  # valid: parsed, so it has a task
         return candidate
     key = domain.dedup_key(candidate.task)
     if key in written:
@@ -169,6 +149,39 @@ def abstentions_for(
 
     rng = generation_rng(config.seed, ref.generation, "abstention")
     return abstention_tasks(count, rng, [builder(kind) for kind in kinds], lambda built: domain.dedup_key(built[0]))
+
+
+def _simulator_row(
+    ref: GenerationRef,
+    seed_task: TaskInstance,
+    variation: tuple[str, int],
+    candidate: Candidate,
+    completion: Completion,
+    context: Messages,
+) -> dict:
+    """One simulator output's `tasks` row, valid or rejected, with the prompt and tokens that wrote it; `variation`:
+    its seed batch and its index there."""
+    batch_id, j = variation
+    task_ = candidate.task
+    return {
+        "run_id": ref.run_id,
+        "generation": ref.generation,
+        "task_id": f"{batch_id}/v{j}",
+        "origin": "simulator",
+        "seed_task_id": seed_task.task_id,
+        "batch_id": batch_id,
+        "family": seed_task.family,
+        "question": None if task_ is None else task_.question,
+        "spec_json": None if task_ is None else json.dumps(task_.spec, sort_keys=True),
+        "answer": None if task_ is None else task_.answer,
+        "raw_output": candidate.raw,
+        "simulator_context": json.dumps(context),
+        "simulator_prompt_ids": completion.prompt_ids,
+        "simulator_completion_ids": completion.completion_ids,
+        "valid": candidate.valid,
+        "reject_reason": candidate.reject_reason,
+        "heldout": False,
+    }
 
 
 def _abstention_row(ref: GenerationRef, task: TaskInstance, offered_id: str) -> dict:

@@ -8,18 +8,20 @@ import polars as pl
 from genenv.tasks.adapter_lineage import reference_checkpoints
 from genenv.tasks.answers import answer_tasks, record_turns, trajectory_rows
 from genenv.tasks.context import fresh_tasks, greedy_sampling, load_tasks, probe_set
-from genenv.tasks.contract import Adapters, Measured, generation_stage
+from genenv.tasks.contract import Adapters, StageOutput, generation_stage
 
 
-def heldout_measured(adapters: Adapters) -> Measured | None:
+def heldout_measured(adapters: Adapters) -> StageOutput | None:
     ref = adapters.ref
     return (
-        Measured(ref) if ref.warehouse.has_rows("trajectories", ref.run_id, ref.generation, purpose="heldout") else None
+        StageOutput(ref)
+        if ref.warehouse.has_rows("trajectories", ref.run_id, ref.generation, purpose="heldout")
+        else None
     )
 
 
-@generation_stage(done=heldout_measured, writes=("trajectories", "turns"), gpu=True)
-def evaluate_heldout(adapters: Adapters) -> Measured:
+@generation_stage(done=heldout_measured, reads=("tasks", "generations"), writes=("trajectories", "turns"), gpu=True)
+def evaluate_heldout(adapters: Adapters) -> StageOutput:
     ref = adapters.ref
     config, warehouse = ref.config, ref.warehouse
     seeds = warehouse.read("tasks", run_id=ref.run_id, generation=0).filter(pl.col("heldout") & pl.col("valid"))
@@ -35,4 +37,4 @@ def evaluate_heldout(adapters: Adapters) -> Measured:
     record_turns(ref, turns)
     warehouse.append("trajectories", rows)
     heldout = [r for r in rows if r["purpose"] == "heldout"]
-    return Measured(ref, {"heldout": len(heldout), "solved": sum(r["solved"] for r in heldout)})
+    return StageOutput(ref, {"heldout": len(heldout), "solved": sum(r["solved"] for r in heldout)})

@@ -32,7 +32,7 @@ from prefect.states import State
 
 GPU_TAG = "gpu"
 RETRIES = 2
-RETRY_DELAYS_SECONDS = [5, 30]
+RETRY_DELAYS_SECONDS: list[float] = [5, 30]
 
 _TRANSIENT = (ConnectionError, TimeoutError, CommitFailedError, OSError)
 _PERMANENT_OS_ERRORS = (FileNotFoundError, FileExistsError, PermissionError, IsADirectoryError, NotADirectoryError)

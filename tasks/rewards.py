@@ -18,7 +18,7 @@ from genenv.curriculum.pools import grow_pool
 from genenv.domains.base import REPEAT
 from genenv.faults import crash_point
 from genenv.tasks.context import GenerationRef, pool_ids, task_from_row, task_generation
-from genenv.tasks.contract import Rewarded, Scored, StageOutput, generation_stage
+from genenv.tasks.contract import StageOutput, generation_stage
 
 
 def new_members(ref: GenerationRef, pool: str, candidates: Iterable[str]) -> list[str]:
@@ -35,8 +35,8 @@ def never_done(_: StageOutput) -> None:
     """Rewards are recomputed from the verdicts each time; each table is written only when missing."""
 
 
-@generation_stage(done=never_done, writes=("batches", "pool"))
-def rewards(scored: Scored) -> Rewarded:
+@generation_stage(done=never_done, reads=("tasks", "trajectories"), writes=("batches", "pool"))
+def rewards(scored: StageOutput) -> StageOutput:
     ref = scored.ref
     config, warehouse = ref.config, ref.warehouse
     tasks = warehouse.read("tasks", run_id=ref.run_id, generation=task_generation(ref)).filter(origin="simulator")
@@ -72,7 +72,7 @@ def rewards(scored: Scored) -> Rewarded:
     if not warehouse.has_rows("pool", ref.run_id, ref.generation):
         warehouse.append("pool", pool_rows)
     units = {"reward_units": len(scores), "in_band": sum(s.in_band for s in scores), "pool_added": len(pool_rows)}
-    return Rewarded(ref, units)
+    return StageOutput(ref, units)
 
 
 def shared_verdicts(ref: GenerationRef, per_task: pl.DataFrame) -> pl.DataFrame:
@@ -114,4 +114,4 @@ def reward_units(per_task: pl.DataFrame, config: GenEnvConfig, params: Curriculu
 def d_env_weights(scores: list[BatchScore], valid_tasks: Iterable[tuple[str, str]]) -> dict[str, float]:
     """task id -> RWR weight for the valid tasks of kept units: a kept task, or every valid task of a kept batch."""
     kept = {(s.task_id or s.batch_id): s.rwr_weight for s in scores if s.in_band}
-    return {t: kept.get(t, kept.get(b)) for t, b in valid_tasks if t in kept or b in kept}
+    return {t: kept[t] if t in kept else kept[b] for t, b in valid_tasks if t in kept or b in kept}

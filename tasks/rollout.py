@@ -29,14 +29,14 @@ from genenv.tasks.context import (
     probe_set,
     subset,
 )
-from genenv.tasks.contract import Rollouts, TaskSet, generation_stage
+from genenv.tasks.contract import Rollouts, StageOutput, generation_stage
 from genenv.tasks.staging import read_staged, staging_path, write_staged
 
 SPREAD_GUESS = 0.5
 """A round draws the batch's shortfall over this: about half of the groups drawn show a reward spread."""
 
 
-def rollouts_staged(tasks: TaskSet) -> Rollouts | None:
+def rollouts_staged(tasks: StageOutput) -> Rollouts | None:
     uri = staging_path(tasks.ref, "rollouts")
     return Rollouts(tasks.ref, uri=uri) if read_staged(uri) is not None else None
 
@@ -68,8 +68,8 @@ def scored(ref: GenerationRef, answers: pl.DataFrame, known: dict[str, TaskInsta
     return answers.with_columns(reward=pl.Series(rewards, dtype=pl.Float64))
 
 
-@generation_stage(done=rollouts_staged, gpu=True)
-def rollout(tasks: TaskSet) -> Rollouts:
+@generation_stage(done=rollouts_staged, reads=("tasks", "pool", "generations"), gpu=True)
+def rollout(tasks: StageOutput) -> Rollouts:
     ref = tasks.ref
     config = ref.config
     known = load_tasks(ref)
@@ -85,7 +85,8 @@ def rollout(tasks: TaskSet) -> Rollouts:
     queues = {"pool": pool_order, "abstention": abstention_order}  # each purpose's draws, in order
     drawn = {"pool": config.pool_tasks_per_generation, "abstention": abstentions_for_share(share, target)}
     work = [(t, "fresh") for t in fresh.values()] + _next(queues, dict.fromkeys(queues, 0), drawn)
-    answered, groups = [], {}
+    answered: list[pl.DataFrame] = []
+    groups: dict[str, Group] = {}
     rounds = config.dynamic_sampling_draws if config.dynamic_sampling else 1
     for round_ in range(rounds):
         answers = answer_tasks(ref, backend, work, samples, agent_sampling(config, ref.generation, round_), "rollout")

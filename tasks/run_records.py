@@ -75,8 +75,7 @@ def start_run(config: GenEnvConfig, run_id: str | None = None) -> str:
     """Register a new run, or resume `run_id` when `config` shapes results as the run's stored config does;
     a resume that would change them is refused before anything runs (a fork is the way to try new settings)."""
     warehouse = Warehouse(config.resolved_warehouse_uri)
-    stored = stored_config(warehouse, run_id) if run_id is not None else None
-    if stored is not None:
+    if run_id is not None and (stored := stored_config(warehouse, run_id)) is not None:
         changed = resume_differences(stored, config)
         if changed:
             raise ConfigError(

@@ -16,7 +16,7 @@ from genenv.curriculum.pools import is_heldout
 from genenv.domains.base import Candidate, Domain, ValidationContext
 from genenv.domains.decontamination import domain_index
 from genenv.tasks.context import GenerationRef
-from genenv.tasks.contract import TaskSet, generation_stage, tasks_written
+from genenv.tasks.contract import StageOutput, generation_stage, tasks_written
 
 
 def _logger() -> logging.Logger | logging.LoggerAdapter:
@@ -36,7 +36,7 @@ def log_decontamination(domain: Domain, benchmarks_dir: str) -> None:
 
 
 @generation_stage(done=tasks_written, writes=("tasks", "pool"))
-def seed_pool(ref: GenerationRef) -> TaskSet:
+def seed_pool(ref: GenerationRef) -> StageOutput:
     config, warehouse = ref.config, ref.warehouse
     domain = ref.domain
     log_decontamination(domain, config.benchmarks_dir)
@@ -78,4 +78,4 @@ def seed_pool(ref: GenerationRef) -> TaskSet:
             )
     warehouse.append("tasks", tasks)
     warehouse.append("pool", pool)
-    return TaskSet(ref, {"seeds": len(tasks), "train": len(pool), "heldout": sum(t["heldout"] for t in tasks)})
+    return StageOutput(ref, {"seeds": len(tasks), "train": len(pool), "heldout": sum(t["heldout"] for t in tasks)})

@@ -19,13 +19,13 @@ from genenv.config import ConfigError
 from genenv.curriculum.batches import simulator_advantages
 from genenv.curriculum.pools import draw, generation_rng, update_seed, whole_groups
 from genenv.models.grpo import GroupSample, grpo_update
-from genenv.models.policy import PolicyPair
 from genenv.models.rwr import encode_example, weighted_sft
+from genenv.runtime.interface import Trainee
 from genenv.tasks.context import GenerationRef, load_tasks, progress_bar, simulator_sampling
 from genenv.tasks.training_log import training_rows
 
 
-def train_simulator(ref: GenerationRef, policy: PolicyPair) -> list[dict]:
+def train_simulator(ref: GenerationRef, policy: Trainee) -> list[dict]:
     """The simulator's `training` rows for this generation (none when it is frozen or has nothing to learn from)."""
     if not ref.config.simulator_training:
         return []
@@ -63,7 +63,7 @@ def simulator_groups(ref: GenerationRef) -> tuple[list[GroupSample], list[float]
     return samples, advantages
 
 
-def grpo_simulator(ref: GenerationRef, policy: PolicyPair) -> list[dict]:
+def grpo_simulator(ref: GenerationRef, policy: Trainee) -> list[dict]:
     config = ref.config
     samples, advantages = simulator_groups(ref)
     steps = config.simulator_epochs * math.ceil(len(samples) / config.simulator_minibatch_size)
@@ -103,7 +103,7 @@ def simulator_records(ref: GenerationRef) -> list[tuple[list[dict], str, float]]
     return [(json.loads(contexts[t]), domain.simulator_target(tasks[t]), weights[t]) for t in chosen]
 
 
-def rwr_simulator(ref: GenerationRef, policy: PolicyPair) -> list[dict]:
+def rwr_simulator(ref: GenerationRef, policy: Trainee) -> list[dict]:
     config = ref.config
     examples = [encode_example(policy.tokenizer, c, target, w) for c, target, w in simulator_records(ref)]
     if not examples:
@@ -124,7 +124,7 @@ def rwr_simulator(ref: GenerationRef, policy: PolicyPair) -> list[dict]:
     return training_rows(ref, "simulator", "rwr", records, config.simulator_lr, [e.weight for e in examples])
 
 
-SIMULATOR_UPDATES: dict[str, Callable[[GenerationRef, PolicyPair], list[dict]]] = {
+SIMULATOR_UPDATES: dict[str, Callable[[GenerationRef, Trainee], list[dict]]] = {
     "grpo": grpo_simulator,
     "rwr": rwr_simulator,
 }

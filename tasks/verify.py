@@ -5,18 +5,18 @@ from __future__ import annotations
 import polars as pl
 
 from genenv.tasks.answers import record_turns, trajectory_rows
-from genenv.tasks.contract import Rollouts, Scored, generation_stage
+from genenv.tasks.contract import Rollouts, StageOutput, generation_stage
 from genenv.tasks.staging import read_staged
 
 
-def rollouts_scored(rollouts: Rollouts) -> Scored | None:
+def rollouts_scored(rollouts: Rollouts) -> StageOutput | None:
     ref = rollouts.ref
     trajectories = ref.warehouse.read("trajectories", run_id=ref.run_id, generation=ref.generation)
-    return None if trajectories.filter(pl.col("purpose") != "heldout").is_empty() else Scored(ref)
+    return None if trajectories.filter(pl.col("purpose") != "heldout").is_empty() else StageOutput(ref)
 
 
-@generation_stage(done=rollouts_scored, writes=("trajectories", "turns"))
-def verify(rollouts: Rollouts) -> Scored:
+@generation_stage(done=rollouts_scored, reads=("tasks",), writes=("trajectories", "turns"))
+def verify(rollouts: Rollouts) -> StageOutput:
     ref = rollouts.ref
     answers = read_staged(rollouts.uri)
     if answers is None:
@@ -24,4 +24,4 @@ def verify(rollouts: Rollouts) -> Scored:
     rows, turns = trajectory_rows(ref, answers)
     record_turns(ref, turns)
     ref.warehouse.append("trajectories", rows)
-    return Scored(ref, {"trajectories": len(rows), "solved": sum(r["solved"] for r in rows)})
+    return StageOutput(ref, {"trajectories": len(rows), "solved": sum(r["solved"] for r in rows)})

@@ -14,12 +14,12 @@ from genenv.domains.base import AbstainingDomain, Domain, TaskInstance
 from genenv.models.rwr import encode_example, weighted_sft
 from genenv.tasks.adapter_lineage import own_adapters, own_checkpoints, save_policy
 from genenv.tasks.context import load_tasks, pool_ids, progress_bar
-from genenv.tasks.contract import Adapters, TaskSet, generation_stage
+from genenv.tasks.contract import Adapters, StageOutput, generation_stage
 from genenv.tasks.training_log import training_rows
 from genenv.warehouse.checkpoints import adapter_exists
 
 
-def warm_started(seeds: TaskSet) -> Adapters | None:
+def warm_started(seeds: StageOutput) -> Adapters | None:
     """Adapters are saved before the training rows are written, so both present means finished."""
     ref = seeds.ref
     saved = all(adapter_exists(c) for c in own_checkpoints(ref))
@@ -27,8 +27,8 @@ def warm_started(seeds: TaskSet) -> Adapters | None:
     return own_adapters(ref) if saved and trained else None
 
 
-@generation_stage(done=warm_started, writes=("training",), gpu=True)
-def warm_start(seeds: TaskSet) -> Adapters:
+@generation_stage(done=warm_started, reads=("tasks", "pool"), writes=("training",), gpu=True)
+def warm_start(seeds: StageOutput) -> Adapters:
     ref = seeds.ref
     config, warehouse, domain = ref.config, ref.warehouse, ref.domain
     policy = ref.runtime.training(config, (None, None))
@@ -87,17 +87,16 @@ def sibling_pairs(
     An abstention seed's sibling is an abstention too: another training request put to its means
     (`AbstainingDomain.abstention_task`), and a seed that needs an answer pairs with siblings that do. The rate
     shown is the one whose hint fits the pair (`fitting_success_rate`), not a random one the target ignores."""
-    abstaining = isinstance(domain, AbstainingDomain)
 
     def kind(task: TaskInstance) -> tuple[str, bool]:
-        return domain.sibling_key(task), abstaining and domain.is_abstention(task)
+        return domain.sibling_key(task), isinstance(domain, AbstainingDomain) and domain.is_abstention(task)
 
     by_kind: dict[tuple[str, bool], list[TaskInstance]] = {}
     for seed in seeds:
         by_kind.setdefault(kind(seed), []).append(seed)
     pairs = []
     for index, seed in enumerate(chosen):
-        if abstaining and domain.is_abstention(seed):
+        if isinstance(domain, AbstainingDomain) and domain.is_abstention(seed):
             sibling = _built_abstention(domain, seed, seeds, rng, f"warm-start/abstention/{index}")
         else:
             siblings = [s for s in by_kind[kind(seed)] if s.task_id != seed.task_id]

@@ -12,7 +12,16 @@ from deltalake import write_deltalake
 
 from genenv.config import GenEnvConfig
 from genenv.evaluation.bootstrap import paired_difference
-from genenv.evaluation.report import Chart, Comparison, Pair, Scored, comparison_report, line_chart, shown, shown_path
+from genenv.evaluation.report import (
+    Chart,
+    Comparison,
+    Pair,
+    ScoredModel,
+    comparison_report,
+    line_chart,
+    shown,
+    shown_path,
+)
 from genenv.tasks.run_records import register_run
 from genenv.warehouse.query import query
 from genenv.warehouse.schemas import now, polars_schema
@@ -81,10 +90,10 @@ def comparison(tmp_path: Path) -> tuple[Warehouse, Comparison]:
     warehouse.append("evaluations", rows)
     warehouse.append("evaluation_items", items)
     models = [
-        Scored("g0", "batch-g0", "a", 0, ("genenv", "genenv-random", "warm-start-only")),
-        Scored("genenv g2", "batch-genenv-g2", "a", 2, ("genenv",)),
-        Scored("genenv-random g2", "batch-genenv-random-g2", "b", 2, ("genenv-random",)),
-        Scored("base", "batch-base", "base", None, ("base",)),
+        ScoredModel("g0", "batch-g0", "a", 0, ("genenv", "genenv-random", "warm-start-only")),
+        ScoredModel("genenv g2", "batch-genenv-g2", "a", 2, ("genenv",)),
+        ScoredModel("genenv-random g2", "batch-genenv-random-g2", "b", 2, ("genenv-random",)),
+        ScoredModel("base", "batch-base", "base", None, ("base",)),
     ]
     return warehouse, Comparison(
         title="GenEnv arms compared",

@@ -10,6 +10,7 @@ from polars.testing import assert_frame_equal
 
 from genenv.config import ConfigError
 from genenv.errors import RerunError
+from genenv.flows.validation import validate
 from genenv.tasks.fork import plan_fork
 from genenv.tasks.run_records import register_run
 from genenv.warehouse.schemas import GENERATION_TABLES, TABLES
@@ -73,8 +74,8 @@ def test_rerun_of_a_missing_generation_writes_nothing(finished_run):
             plan_fork(warehouse, run_id, generation, None)
     with pytest.raises(RerunError, match="no run 'nope'"):
         plan_fork(warehouse, "nope", 1, None)
-    with pytest.raises(ConfigError, match="^alpha: must be in"):
-        plan_fork(warehouse, run_id, 1, {"alpha": "2"})
+    with pytest.raises(ConfigError, match="^alpha: must be in"):  # as the rerun command and flow check it
+        validate(plan_fork(warehouse, run_id, 1, {"alpha": "2"}))
     assert warehouse.version("runs") == runs_before
 
 
