@@ -34,9 +34,14 @@ class ItemScore:
 
 
 class Benchmark(Protocol):
-    name: str
-    metrics: tuple[str, ...]
-    max_new_tokens: int
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def metrics(self) -> tuple[str, ...]: ...
+
+    @property
+    def max_new_tokens(self) -> int: ...
 
     def missing(self, data_dir: Path | None) -> str | None:
         """One line saying which data is absent and where it comes from; None when the benchmark can run."""

@@ -39,12 +39,12 @@ def evolve(
             on top, and one that would change how results are made is refused); a new id starts that run.
         runtime: The calling flow's models (compare's, across its arms); without it, this flow loads its own.
     """
-    overrides = override_values(overrides)
-    settings = config_from_dict(config) if config is not None else load_config(config_file, overrides)
+    changes = override_values(overrides)
+    settings = config_from_dict(config) if config is not None else load_config(config_file, changes)
     stored = stored_config(Warehouse(settings.resolved_warehouse_uri), run_id) if run_id else None
     if stored is not None and config is None:
         located = {"data_dir": settings.data_dir, "warehouse_uri": settings.warehouse_uri}
-        settings = load_config(config_file, overrides, base=stored.replace(**located))
+        settings = load_config(config_file, changes, base=stored.replace(**located))
     validate(settings)  # a deployment's config meets the machine here too
     run_id = run_id or flow_run_run_id(settings.run_name)
     warehouse_uri = settings.resolved_warehouse_uri

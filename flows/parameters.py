@@ -9,7 +9,7 @@ naming it; the ranges are checked by `validate` when the flow starts, still befo
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, get_type_hints
+from typing import TYPE_CHECKING, Any, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
@@ -23,15 +23,20 @@ def _override_field(field: dataclasses.Field, kind: type) -> tuple[Any, Any]:
     return kind | None, Field(default=None, description=f"{field.metadata['help']} Default: {shown}.")
 
 
-ConfigOverrides: type[BaseModel] = create_model(
-    "ConfigOverrides",
-    __config__=ConfigDict(extra="forbid"),
-    __doc__="Config fields to set on top of the config file; empty ones keep the file's value.",
-    **{field.name: _override_field(field, _HINTS[field.name]) for field in dataclasses.fields(GenEnvConfig)},
-)
+if TYPE_CHECKING:  # made at run time from the config's fields; a caller may pass a dict, which Prefect validates
+    ConfigOverrides = BaseModel | dict[str, Any]
+else:
+    ConfigOverrides = create_model(
+        "ConfigOverrides",
+        __config__=ConfigDict(extra="forbid"),
+        __doc__="Config fields to set on top of the config file; empty ones keep the file's value.",
+        **{field.name: _override_field(field, _HINTS[field.name]) for field in dataclasses.fields(GenEnvConfig)},
+    )
 
 
-def override_values(overrides: BaseModel | None) -> dict[str, Any]:
+def override_values(overrides: ConfigOverrides | None) -> dict[str, Any]:
     """The fields a form or caller set, as `load_config` takes them (Prefect has already turned a dict into
-    ConfigOverrides, checking it)."""
-    return {} if overrides is None else overrides.model_dump(exclude_none=True)
+    ConfigOverrides, checking it; a flow's function called bare takes the dict as it is)."""
+    if isinstance(overrides, BaseModel):
+        return overrides.model_dump(exclude_none=True)
+    return dict(overrides or {})

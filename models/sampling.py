@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from genenv.models.policy import PolicyPair
 
@@ -46,7 +46,19 @@ class GenerationBackend(Protocol):
         conversations: list[list[dict[str, str]]],
         sampling: SamplingSettings,
         progress: Callable[[int], None] | None = None,
-    ) -> list[Completion]: ...
+        first_row: int = 0,
+    ) -> list[Completion]:
+        """One completion per conversation, in input order; `progress(n)` gets rows as they finish. `first_row`: the
+        conversations are a call's rows from that one on (a worker's shard), and sample as they would there."""
+        ...
+
+
+@runtime_checkable
+class PolicyBackend(GenerationBackend, Protocol):
+    """A backend over a policy in this process (not over Ray workers): a multi-turn episode, played here turn by turn,
+    encodes its conversation with the policy's tokenizer."""
+
+    policy: PolicyPair
 
 
 def encode_prompt(tokenizer, conversation: list[dict[str, str]]) -> list[int]:

@@ -32,12 +32,13 @@ class WorkerFailed(RuntimeError):
 def out_of_memory(error: BaseException) -> bool:
     """An allocator that could not allocate, on a GPU or on the host, anywhere in the error's chain of causes (Ray
     wraps a worker's error, its OutOfMemoryError names a worker its memory monitor killed)."""
-    while error is not None:
-        if isinstance(error, torch.OutOfMemoryError) or type(error).__name__ == "OutOfMemoryError":
+    cause: BaseException | None = error
+    while cause is not None:
+        if isinstance(cause, torch.OutOfMemoryError) or type(cause).__name__ == "OutOfMemoryError":
             return True
-        if any(sign in str(error).lower() for sign in OUT_OF_MEMORY_SIGNS):
+        if any(sign in str(cause).lower() for sign in OUT_OF_MEMORY_SIGNS):
             return True
-        error = error.__cause__ or getattr(error, "cause", None)
+        cause = cause.__cause__ or getattr(cause, "cause", None)
     return False
 
 

@@ -8,7 +8,7 @@ three runtimes, picked by where the run computes: `RayRuntime` with `ray_address
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -21,7 +21,7 @@ from genenv.runtime.ray_runtime import RayRuntime
 from genenv.runtime.vllm_runtime import VllmRuntime
 
 
-def runtime_kind(config: GenEnvConfig, placement: Placement) -> type[Runtime]:
+def runtime_kind(config: GenEnvConfig, placement: Placement) -> Callable[[Placement | None], Runtime[Any]]:
     """Which runtime computes for `config`, placed by `placement`; settings that are planned, not built, refused."""
     for name in ("trainer_shards", "vllm_tensor_parallel"):
         if getattr(config, name) > 1:
@@ -44,11 +44,11 @@ class ModelRuntime:
     def __init__(self, placement: Placement | None = None) -> None:
         self.placement = placement
         """Where generation computes, from the command that opened the runtime; None: each stage's config says."""
-        self.current: Runtime | None = None
+        self.current: Runtime[Any] | None = None
 
-    def _for(self, config: GenEnvConfig) -> Runtime:
+    def _for(self, config: GenEnvConfig) -> Runtime[Any]:
         kind = runtime_kind(config, self.placement or config.placement)
-        if type(self.current) is not kind:
+        if self.current is None or type(self.current) is not kind:
             self.release()
             self.current = kind(self.placement)
         return self.current

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from transformers import PreTrainedTokenizerBase
 
@@ -28,7 +28,11 @@ class Trainee(Protocol):
     def save_adapter(self, role: str, folder: Path) -> None: ...
 
 
-class Runtime(Protocol):
+TraineeT = TypeVar("TraineeT", bound=Trainee)
+"""The trainee a runtime hands out and takes back: a `PolicyPair` in this process, a `RemotePolicy` on Ray."""
+
+
+class Runtime(Protocol[TraineeT]):
     """The models of a flow run, as the stages use them."""
 
     def backend(
@@ -39,12 +43,12 @@ class Runtime(Protocol):
 
     def training(
         self, config: GenEnvConfig, checkpoints: Checkpoints, references: Checkpoints = NO_CHECKPOINTS
-    ) -> Trainee:
+    ) -> TraineeT:
         """The policy as of `checkpoints` (KL references: `references`), to update in place through `fit`; it matches
         no checkpoint until `saved`."""
         ...
 
-    def fit(self, policy: Trainee, update: Update, role: str, rows: list, **settings: Any) -> list[dict]:
+    def fit(self, policy: TraineeT, update: Update, role: str, rows: list, **settings: Any) -> list[dict]:
         """`update(policy, role, rows, **settings)` on the policy `training` returned."""
         ...
 

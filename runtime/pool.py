@@ -94,7 +94,9 @@ class RayWorkers:
             )
             for rank, actor in enumerate(self.actors)
         ]
-        results, errors, lost = [], [], []
+        results: list[Any] = []
+        errors: list[BaseException | None] = []
+        lost: list[bool] = []
         for call in calls:  # every rank's outcome, not the first failure: what they share says what failed
             try:
                 results.append(ray.get(call))
@@ -189,6 +191,7 @@ class RayBackend:
         conversations: list[list[dict[str, str]]],
         sampling: SamplingSettings,
         progress: Callable[[int], None] | None = None,
+        first_row: int = 0,
     ) -> list[Completion]:
         """One completion per conversation, in input order; `progress(n)` gets each shard's rows as it returns. A
         worker dead past its restarts marks the workers broken, for the runtime to replace, and fails the call as
@@ -197,10 +200,12 @@ class RayBackend:
 
         actors = self.workers.actors
         shards = shard_bounds(len(conversations), len(actors))  # empty shards left out: fewer than the actors
-        pending: dict[Any, tuple[int, int]] = {
-            actor.generate.remote(role, self.checkpoints, self.version, conversations[a:b], sampling, a): (a, b)
-            for actor, (a, b) in zip(actors[: len(shards)], shards, strict=True)
-        }
+        pending: dict[Any, tuple[int, int]] = {}
+        for actor, (a, b) in zip(actors[: len(shards)], shards, strict=True):  # each shard sampled as in the call
+            call = actor.generate.remote(
+                role, self.checkpoints, self.version, conversations[a:b], sampling, first_row + a
+            )
+            pending[call] = (a, b)
         answers: list[Completion | None] = [None] * len(conversations)
         try:
             while pending:

@@ -53,15 +53,22 @@ class PolicySlot:
         load = self.needs_load(spec)
         wanted = references if references is not None else (NO_CHECKPOINTS if load else self.references)
         if not load and self.adapters == checkpoints and self.references == wanted:
-            return self.policy
+            return self.held
         adapters, frozen = local_adapters(checkpoints, cache), local_adapters(wanted, cache)
         if load or any(adapters[role] is None and role not in self._fresh for role in ROLES):
             self._load(spec, adapters, frozen)
         else:
-            swap_adapters(self.policy, adapters, frozen if wanted != self.references else None, self._fresh)
+            swap_adapters(self.held, adapters, frozen if wanted != self.references else None, self._fresh)
             self.swaps += 1
         self.adapters, self.references = checkpoints, wanted
         self.version += 1
+        return self.held
+
+    @property
+    def held(self) -> PolicyPair:
+        """The policy this slot holds; asked for only once one is loaded."""
+        if self.policy is None:
+            raise RuntimeError("no policy is loaded in this slot")
         return self.policy
 
     def _load(self, spec: PolicySpec, adapters: dict[str, Path | None], references: dict[str, Path | None]) -> None:

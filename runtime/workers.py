@@ -32,15 +32,14 @@ from genenv.models.data_parallel import joined
 from genenv.models.loading import resolve_base_model
 from genenv.models.memory_plan import PlanSettings
 from genenv.models.policy import LoraSettings, PolicyPair
-from genenv.models.sampling import Completion, SamplingSettings
-from genenv.models.transformers_backend import TransformersBackend
+from genenv.models.sampling import Completion, GenerationBackend, SamplingSettings
 from genenv.runtime.checkpoints import Checkpoints, adapter_cache, local_adapters
 from genenv.runtime.device_plan import planned_checkpointing
 from genenv.runtime.interface import TrainingKey, Update
 from genenv.runtime.slot import PolicySlot, PolicySpec
 
 if TYPE_CHECKING:
-    from genenv.models.vllm import VllmBackend, VllmEngine
+    from genenv.models.vllm import VllmEngine
 
 COLLECTIVE_SECONDS = 600
 """How long a rank waits in a collective (a gradient sum) for its peers before the update fails."""
@@ -94,7 +93,7 @@ class GenerationWorker:
         self.settings = settings
         self.slot = PolicySlot()
         self.serving: tuple[Checkpoints, int] | None = None
-        self.backend: TransformersBackend | VllmBackend | None = None
+        self.backend: GenerationBackend | None = None
         self.engine: VllmEngine | None = None
         """With `backend: vllm`: this worker's engine, started by its first call, kept while the worker lives."""
         self.engine_awake = False
@@ -146,7 +145,7 @@ class GenerationWorker:
             self.engine_awake = False
             self.events.append("sleep")
 
-    def _backend(self, policy: PolicyPair, checkpoints: Checkpoints) -> TransformersBackend | VllmBackend:
+    def _backend(self, policy: PolicyPair, checkpoints: Checkpoints) -> GenerationBackend:
         """The configured backend over `policy`; a vLLM one on this worker's engine, serving `checkpoints`."""
         s = self.settings
         if s.backend != "vllm":
@@ -156,7 +155,7 @@ class GenerationWorker:
         if self.engine is None:
             self.engine = VllmEngine(
                 EngineSettings(
-                    model=str(self.slot.spec.base),
+                    model=str(s.spec().base),
                     dtype=s.precision,
                     adapters=s.vllm_adapters,
                     lora_rank=s.lora.r,
@@ -184,7 +183,7 @@ class GenerationWorker:
             self.trainer_key = (start, 0)
         if self.trainer_key[1] != done:
             raise RuntimeError(f"rank {rank} holds {self.trainer_key[1]} of the stage's {done} earlier updates")
-        return self.slot.policy
+        return self.slot.held
 
     def meeting_point(self) -> tuple[str, int]:
         """This node's address and a free port on it, where the ranks of one update meet (rank 0's)."""

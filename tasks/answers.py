@@ -15,19 +15,21 @@ import polars as pl
 
 from genenv.domains.base import Domain, Episode, MultiTurnDomain, TaskInstance, Verdict
 from genenv.models.conversation import encode_conversation
-from genenv.models.sampling import GenerationBackend, SamplingSettings, encode_prompt
+from genenv.models.sampling import GenerationBackend, PolicyBackend, SamplingSettings, encode_prompt
 from genenv.tasks.context import GenerationRef, load_tasks, progress_bar
 
-ANSWER_SCHEMA = {
-    "task_id": pl.String,
-    "purpose": pl.String,
-    "sample_index": pl.Int64,
-    "completion": pl.String,
-    "finished": pl.Boolean,
-    "prompt_ids": pl.List(pl.Int64),
-    "completion_ids": pl.List(pl.Int64),
-    "completion_mask": pl.List(pl.Int8),
-}
+ANSWER_SCHEMA = pl.Schema(
+    {
+        "task_id": pl.String(),
+        "purpose": pl.String(),
+        "sample_index": pl.Int64(),
+        "completion": pl.String(),
+        "finished": pl.Boolean(),
+        "prompt_ids": pl.List(pl.Int64),
+        "completion_ids": pl.List(pl.Int64),
+        "completion_mask": pl.List(pl.Int8),
+    }
+)
 TURN_SEED_STRIDE = 7919
 """Each turn samples with its own seed (sampling seed + turn x this prime), so turns do not repeat each other."""
 
@@ -46,10 +48,12 @@ def answer_tasks(
     work = [(task, purpose, k) for task, purpose in tasks for k in range(counts[purpose])]
     domain = ref.domain  # built on each access
     if isinstance(domain, MultiTurnDomain):
-        return _play_episodes(ref, backend, work, sampling, label)
+        if not isinstance(backend, PolicyBackend):  # validate refuses a multi-turn domain on Ray workers
+            raise TypeError(f"{domain.name} is played turn by turn, by a policy in the flow's process")
+        return _play_episodes(ref, domain, backend, work, sampling, label)
     conversations = [domain.agent_messages(task) for task, _, _ in work]
     with progress_bar(f"g{ref.generation} {label}", len(conversations)) as bar:
-        completions = backend.generate("agent", conversations, sampling, progress=bar.update)
+        completions = backend.generate("agent", conversations, sampling, progress=bar.advance)
     rows = [
         {
             "task_id": task.task_id,
@@ -68,12 +72,12 @@ def answer_tasks(
 
 def _play_episodes(
     ref: GenerationRef,
-    backend: GenerationBackend,
+    domain: MultiTurnDomain,
+    backend: PolicyBackend,
     work: list[tuple[TaskInstance, str, int]],
     sampling: SamplingSettings,
     label: str,
 ) -> pl.DataFrame:
-    domain = ref.domain
     tokenizer = backend.policy.tokenizer
     episodes: list[Episode] = []
     try:

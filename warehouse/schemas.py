@@ -230,8 +230,8 @@ PARTITIONS: dict[str, list[str]] = {
 then never mixes generations, so per-generation reads prune to one folder (see bench/warehouse_queries.py)."""
 
 
-def polars_schema(table: str) -> dict[str, pl.DataType]:
-    return {name: column.dtype.type for name, column in TABLES[table].to_schema().columns.items()}
+def polars_schema(table: str) -> pl.Schema:
+    return pl.Schema({name: column.dtype.type for name, column in TABLES[table].to_schema().columns.items()})
 
 
 def frame(table: str, rows: list[dict]) -> pl.DataFrame:

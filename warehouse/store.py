@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
 import duckdb
 import pandera.errors
@@ -106,7 +106,7 @@ class Warehouse:
             return frame(table, [])
         filters = [(name, "=", value) for name, value in equals.items()] or None
         with translated(self.uri(table)), unreadable_as_one_line(table):
-            data = pl.from_arrow(delta.to_pyarrow_table(filters=filters))
+            data = cast(pl.DataFrame, pl.from_arrow(delta.to_pyarrow_table(filters=filters)))  # a table: a frame
         schema = polars_schema(table)
         missing = [pl.lit(None, dtype).alias(name) for name, dtype in schema.items() if name not in data.columns]
         return data.with_columns(missing).cast(schema, strict=False).select(list(schema))
