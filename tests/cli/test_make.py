@@ -4,6 +4,7 @@ exist yet, as on a fresh clone."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -15,8 +16,16 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _dry_run(target: str, venv: Path) -> list[str]:
+    # Under `make test` this runs as a sub-make: without make's own variables it prints no "Entering directory".
+    env = {k: v for k, v in os.environ.items() if k not in {"MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES"}}
     done = subprocess.run(
-        ["make", "-n", target, f"VENV={venv}"], cwd=REPO, capture_output=True, text=True, check=True, timeout=60
+        ["make", "--no-print-directory", "-n", target, f"VENV={venv}"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
     )
     return done.stdout.splitlines()
 

@@ -28,3 +28,20 @@ def test_a_hub_model_that_cannot_be_fetched_registers_no_run(tmp_path: Path) -> 
     assert not (tmp_path / "data" / "warehouse").exists()  # no run registered, no table written
     debug = _evolve(tmp_path, "--debug")
     assert debug.returncode == 2 and "Traceback" in debug.stderr
+
+
+def test_the_evolve_flow_checks_the_model_before_it_registers_the_run(prefect_server, monkeypatch, tmp_path) -> None:
+    """The same check in the flow, for deployments, which start it without the CLI."""
+    import pytest
+
+    from genenv.config import ConfigError, GenEnvConfig
+    from genenv.flows.evolve import evolve
+
+    def offline(repo_id: str, cache_dir: Path) -> str:
+        raise OSError("no model hub here")
+
+    monkeypatch.setattr("huggingface_hub.snapshot_download", offline)
+    config = GenEnvConfig(model="nobody/no-such-model", data_dir=str(tmp_path / "data"))
+    with pytest.raises(ConfigError, match="could not download 'nobody/no-such-model'"):
+        evolve(config.to_dict())
+    assert not (tmp_path / "data" / "warehouse").exists()

@@ -204,8 +204,8 @@ def test_training_rows_of_nearby_lengths_share_one_shape(policy: PolicyPair) -> 
         with torch.no_grad():
             for prompt_length, completion_length in ((3, 2), (positions - 20, 9), (positions + 1, 2)):
                 prompts = [list(range(1, prompt_length + 1)), [1, 2]]
-                completions = [[60] * completion_length, [61]]
-                logp, _, mask = policy.completion_token_logprobs(prompts, completions)
+                completion_ids = [[60] * completion_length, [61]]
+                logp, _, mask = policy.completion_token_logprobs(prompts, completion_ids)
                 assert logp.shape == mask.shape == (2, completions)
     finally:
         hook.remove()
