@@ -3,11 +3,14 @@
 The sample is every simulator task that today's validation would have called valid in a run of the code before
 the answer check (`bench/data/labelled_simulator_tasks.jsonl`), each labelled by reading it: does the answer do
 what the request asks? "Before" is the share of correct answers among all of them; "after" is the share among the
-ones the domain's validation still accepts. Usage: `python bench/answer_check.py`.
+ones the domain's validation still accepts. `bench/data/labelled_c45_tasks.jsonl` holds 56 valid simulator tasks of
+the issue-45 comparison (GenEnv-Random, seeds 0 and 2, generations 1 to 4), labelled the same way after validation.
+Usage: `python bench/answer_check.py [--sample FILE]`.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 from collections import Counter
 from pathlib import Path
@@ -19,8 +22,11 @@ SAMPLE = Path(__file__).parent / "data" / "labelled_simulator_tasks.jsonl"
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sample", type=Path, default=SAMPLE, help="labelled tasks, one JSON object a line")
+    sample: Path = parser.parse_args().sample
     domain = get_domain("tool_call")
-    rows = [json.loads(line) for line in SAMPLE.read_text(encoding="utf-8").splitlines()]
+    rows = [json.loads(line) for line in sample.read_text(encoding="utf-8").splitlines()]
     kept, reasons = [], Counter()
     for i, row in enumerate(rows):
         task = TaskInstance(
