@@ -7,9 +7,7 @@ Set GENENV_UI_SCREENSHOTS=docs/ui to refresh the documented screenshots.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import re
 import shutil
 import signal
 import socket
@@ -19,7 +17,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import psutil
 import pytest
 from prefect.client.orchestration import SyncPrefectClient, get_client
 from prefect.client.schemas.filters import (
@@ -32,6 +29,7 @@ from prefect.client.schemas.filters import (
     LogFilterFlowRunId,
 )
 from prefect.client.schemas.objects import FlowRun
+from prefect.events.filters import EventFilter, EventNameFilter, EventRelatedFilter
 from prefect.exceptions import PrefectHTTPStatusError
 from prefect.settings import PREFECT_API_URL, temporary_settings
 from prefect.states import Cancelling, Scheduled
@@ -217,14 +215,18 @@ def test_the_run_form_is_typed_and_refuses_a_wrong_value_by_name(stack):
             start(stack, wrong)
 
 
-def dom_after_fetches(browser: list[str], url: str, shown: str, tries: int = 3) -> str:
-    """The page's DOM once it shows `shown`, or after `tries` loads: virtual time runs ahead of the real API
-    fetches the page makes, so a loaded page can still lack rows a slow server has not sent yet (seen once)."""
-    for _ in range(tries):
-        dom = subprocess.run([*browser, "--dump-dom", url], capture_output=True, text=True, timeout=90).stdout
-        if shown in dom:
-            break
+def dom_showing(browser: list[str], url: str, shown: str, limit: float = 600) -> str:
+    """The page's DOM once it shows `shown`, loaded again until it does: a headless load ends when its virtual time
+    runs out, which can be before the page's own fetches from the API have answered (seen once), so one load is no
+    proof of what the page shows. `limit` only bounds a page that never shows it."""
+    deadline = time.monotonic() + limit
+    while shown not in (dom := _dump_dom(browser, url)):
+        assert time.monotonic() < deadline, f"{url} never showed {shown!r}"
     return dom
+
+
+def _dump_dom(browser: list[str], url: str) -> str:
+    return subprocess.run([*browser, "--dump-dom", url], capture_output=True, text=True, timeout=90).stdout
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)")
@@ -245,7 +247,7 @@ def test_the_ui_shows_the_runs_the_form_and_the_artifacts(stack, completed, tmp_
     browser = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1280,1100"]
     browser += ["--virtual-time-budget=20000", "--run-all-compositor-stages-before-draw"]
     for name, (url, shown) in pages.items():
-        assert shown in dom_after_fetches(browser, url, shown), f"{name}: {shown!r} not on {url}"
+        dom_showing(browser, url, shown)
         shot = tmp_path / f"{name}.png"
         subprocess.run([*browser, f"--screenshot={shot}", url], capture_output=True, timeout=90, check=True)
         assert shot.stat().st_size > 20_000
@@ -273,24 +275,33 @@ def test_retry_of_a_flow_run_killed_under_the_worker_continues_it_to_the_same_ta
         assert_same_run(comparable(retried, run_id), comparable(uninterrupted, reference_run))
 
 
-def retry(stack: LocalStack, flow_run_id, attempts: int = 3) -> FlowRun:
-    """Retry as the UI's button does, and again while the retried run crashes, as a person would.
+def retry(stack: LocalStack, flow_run_id) -> FlowRun:
+    """Retry as the UI's button does, once the worker is done with the killed process.
 
-    A process worker reports a killed flow process twice: at once, then once it has loaded the flow for its crash
-    hooks, seconds later; a Retry sent in between is turned Crashed by that report ("Flow run infrastructure
-    exited ...", or "Execution was cancelled by the runtime environment" when the rescheduled process had already
-    started). That process may still be writing: the next Retry's process then finds the run's lease and fails
-    with RunLeased, as a second writer must. A later Retry holds."""
-    for _ in range(attempts):
-        stack.client.set_flow_run_state(flow_run_id, Scheduled(name="AwaitingRetry"), force=True)
-        run = wait_final(stack, flow_run_id)
-        leased = re.search(r"RunLeased: run \S+ is being written by process (\d+)", run.state.message or "")
-        if leased:  # as the message says: wait for that writer to finish, then Retry
-            with contextlib.suppress(psutil.NoSuchProcess):
-                psutil.Process(int(leased[1])).wait(timeout=150)
-        elif not run.state.is_crashed():
-            return run
-    raise AssertionError(f"every Retry crashed or found the run leased: {run.state.message}")
+    A process worker reports a killed flow process twice: at once, then, after loading the flow for its crash hooks,
+    seconds later ("Flow run infrastructure exited with non-zero status code -9"). A Retry sent in between is turned
+    Crashed by the second report, while its process goes on writing and holds the run's lease against the next
+    Retry. The worker ends its handling of a flow process with the event `prefect.worker.executed-flow-run`, after
+    that report: the Retry waits for it, as a person waits for the run's page to settle."""
+    wait_until(lambda: worker_done_with(stack, flow_run_id), "the worker's end of the killed flow process")
+    stack.client.set_flow_run_state(flow_run_id, Scheduled(name="AwaitingRetry"), force=True)
+    return wait_final(stack, flow_run_id)
+
+
+def worker_done_with(stack: LocalStack, flow_run_id) -> bool:
+    executed = EventFilter(
+        event=EventNameFilter(name=["prefect.worker.executed-flow-run"]),
+        related=EventRelatedFilter(id=[f"prefect.flow-run.{flow_run_id}"]),
+    )
+    return stack.client.read_events(filter=executed, limit=1).total > 0  # the server allows at most 50
+
+
+def wait_until(condition, what: str, limit: float = 600) -> None:
+    """Poll `condition`; `limit` only bounds a condition that never comes."""
+    deadline = time.monotonic() + limit
+    while not condition():
+        assert time.monotonic() < deadline, f"never saw {what}"
+        time.sleep(0.5)
 
 
 def test_a_cancelled_run_leaves_no_half_written_generation(stack, tiny_model_dir, tmp_path):
