@@ -4,12 +4,14 @@ pipeline (warm start on walkthroughs, rollouts, replay-verified rewards, GRPO, h
 from __future__ import annotations
 
 import importlib.util
+import json
 
 import polars as pl
 import pytest
 
 from genenv.domains.base import get_domain
 from genenv.runtime.handle import ModelRuntime
+from genenv.tasks.commit import summary_line
 from genenv.tasks.context import GenerationRef, load_tasks
 from genenv.warehouse.query import query
 from genenv.warehouse.store import Warehouse
@@ -74,3 +76,9 @@ def test_a_text_game_run_plays_episodes_and_keeps_every_turn(tiny_model_dir, pre
 
     training = warehouse.read("training", run_id=run_id)
     assert set(training.filter(pl.col("role") == "agent")["phase"]) == {"warm_start", "grpo"}
+
+    # The curriculum's dynamics are measured in this domain too, and its summary line names them.
+    metrics = json.loads(warehouse.committed(run_id).filter(pl.col("generation") == 1)["metrics"].item())
+    dynamics = {"valid_rate", "band_share", "mean_distance_to_alpha", "simulator_abstain_share", "trained_kinds"}
+    assert dynamics <= metrics.keys() and metrics["simulator_abstain_share"] is None  # a game has no `[]` answer
+    assert all(f" {field} " in summary_line(1, metrics) for field in ("valid tasks", "in α band", "|p̂-α|"))
