@@ -21,7 +21,7 @@ import random
 
 import torch
 from options import add_model_options, base_model, parsed  # bench/ is the script's folder
-from rss import measured
+from rss import measured, memory_ratio
 
 from genenv.models.policy import LoraSettings, PolicyPair
 from genenv.models.sampling import SamplingSettings
@@ -63,9 +63,7 @@ def main() -> None:
         print(f"{name:<16} {seconds:6.1f} s  extra memory {extra:6.0f} MB")
     (whole, whole_mb), (chunked, chunked_mb) = best.values()
     shared = sum(a == b for a, b in zip(*answers.values(), strict=True))
-    # At smoke sizes one pass may allocate nothing the sampler sees: no ratio then.
-    memory = f"{chunked_mb / whole_mb:.2f}x the extra memory" if whole_mb > 0 else "no extra memory in one pass"
-    print(f"chunked: {whole / chunked:.2f}x faster, {memory}; ", end="")
+    print(f"chunked: {whole / chunked:.2f}x faster, {memory_ratio(chunked_mb, whole_mb)} the extra memory; ", end="")
     print(f"identical greedy answers {shared}/{args.prompts}")
 
 

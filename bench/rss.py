@@ -49,3 +49,8 @@ def measured(run: Callable[[], T]) -> tuple[T, float, float]:
     sampler.join()
     peak = max(sampler.peak(clock, time.time()), before)
     return result, seconds, (peak - before) / 2**20
+
+
+def memory_ratio(extra_mb: float, baseline_mb: float) -> str:
+    """'1.23x' of the baseline's extra memory, or 'no baseline' where it measured nothing (smoke sizes can)."""
+    return f"{extra_mb / baseline_mb:.2f}x" if baseline_mb > 0 else "no baseline"

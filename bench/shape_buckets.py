@@ -23,7 +23,7 @@ import subprocess
 import sys
 
 from options import add_model_options, base_model, parsed  # bench/ is the script's folder
-from rss import measured
+from rss import measured, memory_ratio
 
 
 class _MallInfo2(ctypes.Structure):
@@ -97,10 +97,9 @@ def main() -> None:
             seconds, extra, grown, loss = result
             print(f"{bucket:>6} {seconds:>8.1f} {extra:>8.0f} {grown:>13.0f} {loss:>10.4f}", flush=True)
     before, after = ({k: statistics.median(r[k] for r in results[b]) for k in range(3)} for b in args.buckets)
-    ratio = f"{after[1] / before[1]:.2f}x" if before[1] > 0 else "none without padding"  # smoke sizes may allocate 0
     print(
         f"padded to {args.buckets[1]} against {args.buckets[0]} (medians): {after[0] / before[0]:.2f}x the time, "
-        f"extra memory at the peak {after[1] - before[1]:+.0f} MB ({ratio}), "
+        f"extra memory at the peak {after[1] - before[1]:+.0f} MB ({memory_ratio(after[1], before[1])}), "
         f"heap still in use after the steps {before[2]:.0f} -> {after[2]:.0f} MB"
     )
 

@@ -9,6 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from genenv.config import ConfigError, GenEnvConfig
+from genenv.flows.evolve import evolve
+
 
 def _evolve(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
@@ -31,11 +36,9 @@ def test_a_hub_model_that_cannot_be_fetched_registers_no_run(tmp_path: Path) -> 
 
 
 def test_the_evolve_flow_checks_the_model_before_it_registers_the_run(prefect_server, monkeypatch, tmp_path) -> None:
-    """The same check in the flow, for deployments, which start it without the CLI."""
-    import pytest
-
-    from genenv.config import ConfigError, GenEnvConfig
-    from genenv.flows.evolve import evolve
+    """The same check in the flow, for deployments, which start it without the CLI. The hub's download is replaced
+    by one that fails as an unreachable hub does: this process may have imported huggingface_hub before
+    HF_HUB_OFFLINE could apply."""
 
     def offline(repo_id: str, cache_dir: Path) -> str:
         raise OSError("no model hub here")
