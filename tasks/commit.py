@@ -15,7 +15,7 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from genenv.config import GenEnvConfig
 from genenv.curriculum.pools import still_missing
-from genenv.domains.base import AbstainingDomain
+from genenv.domains.base import AbstainingDomain, Domain
 from genenv.evaluation.bootstrap import bootstrap_mean
 from genenv.tasks.artifacts import artifact_key, curriculum_trend, loss_curves, p_hat_histogram, summary_rows
 from genenv.tasks.context import GenerationRef, load_tasks, pool_ids
@@ -35,6 +35,11 @@ def generation_metrics(ref: GenerationRef, stage_seconds: dict[str, float]) -> d
     trajectories = warehouse.read("trajectories", run_id=ref.run_id, generation=g)
     batches = warehouse.read("batches", run_id=ref.run_id, generation=g)
     training = warehouse.read("training", run_id=ref.run_id, generation=g)
+    domain = ref.domain  # built on each access: once here
+    abstaining = None
+    if isinstance(domain, AbstainingDomain):
+        ids = sorted(set(tasks.filter(valid=True)["task_id"]) | set(trajectories["task_id"]))
+        abstaining = _abstaining_tasks(ref, domain, ids)
 
     def by(purpose: str) -> pl.DataFrame:
         return trajectories.filter(purpose=purpose)
@@ -54,12 +59,12 @@ def generation_metrics(ref: GenerationRef, stage_seconds: dict[str, float]) -> d
         "mean_p_hat": _mean(scored["p_hat"]),
         "band_share": _mean(scored["in_band"]),
         "mean_distance_to_alpha": _mean((scored["p_hat"] - ref.config.alpha).abs()),
-        "simulator_abstain_share": _abstaining_share(ref, tasks.filter(valid=True)),
+        "simulator_abstain_share": _abstaining_share(tasks.filter(valid=True), abstaining),
         "fresh_success": _mean(by("fresh")["solved"]),
         "pool_success": _mean(by("pool")["solved"]),
         "abstention_success": _mean(by("abstention")["solved"]),
         **_groups(ref),
-        **{f"abstained_{purpose}": _abstained_on_calls(ref, by(purpose)) for purpose in ABSTAINED_PURPOSES},
+        **{f"abstained_{p}": _abstained_on_calls(domain, by(p), abstaining) for p in ABSTAINED_PURPOSES},
         "heldout_success": _mean(by("heldout")["solved"]),
         **_heldout_interval(by("heldout")["solved"]),
         "probe_before": _mean(by("probe_before")["reward"]),
@@ -114,26 +119,22 @@ ABSTAINED_PURPOSES = ("fresh", "probe_before", "probe_after", "heldout")
 """The answers whose abstentions on tasks that ask for an action are counted (the `[]` share of BFCL's calls)."""
 
 
-def _abstaining_tasks(ref: GenerationRef, task_ids: list[str]) -> set[str]:
-    domain = ref.domain
-    if not isinstance(domain, AbstainingDomain):
-        return set()
+def _abstaining_tasks(ref: GenerationRef, domain: AbstainingDomain, task_ids: list[str]) -> set[str]:
+    """The ids among `task_ids` whose answer is to abstain: one read of the tasks for every measure that needs it."""
     return {i for i, task in load_tasks(ref, task_ids).items() if domain.is_abstention(task)}
 
 
-def _abstaining_share(ref: GenerationRef, tasks: pl.DataFrame) -> float | None:
+def _abstaining_share(tasks: pl.DataFrame, abstaining: set[str] | None) -> float | None:
     """Share of the simulator's valid outputs whose answer is to abstain (None where the domain has no abstention)."""
-    if not isinstance(ref.domain, AbstainingDomain) or tasks.is_empty():
+    if abstaining is None or tasks.is_empty():
         return None
-    return round(len(_abstaining_tasks(ref, tasks["task_id"].to_list())) / tasks.height, 4)
+    return round(len(set(tasks["task_id"]) & abstaining) / tasks.height, 4)
 
 
-def _abstained_on_calls(ref: GenerationRef, answers: pl.DataFrame) -> float | None:
+def _abstained_on_calls(domain: Domain, answers: pl.DataFrame, abstaining: set[str] | None) -> float | None:
     """Share of the answers to tasks that ask for an action that abstain instead (None without abstention)."""
-    domain = ref.domain
-    if not isinstance(domain, AbstainingDomain) or answers.is_empty():
+    if abstaining is None or not isinstance(domain, AbstainingDomain) or answers.is_empty():
         return None
-    abstaining = _abstaining_tasks(ref, answers["task_id"].unique().to_list())
     on_calls = answers.filter(~pl.col("task_id").is_in(list(abstaining)))
     if on_calls.is_empty():
         return None
