@@ -7,6 +7,8 @@ Reject reasons, in the order they are checked:
   parameter's default are always accepted, lists element by element;
 - roles_swapped: paired arguments (from/to, pickup/dropoff, base/target) take each other's role against the request's
   cue words or order (roles.py);
+- value_reused: one value fills more arguments than the request names it (passport_country="Norway",
+  destination_country="Norway" for "a passport from Japan, visit Norway"; roles.py);
 - function_mismatch: the request speaks of another offered function and not of the called one (intent.py);
 - enum_not_named: an enum value the request names neither as itself nor by another name ("mi": "miles",
   names.py), unless it is the parameter's default.
@@ -22,9 +24,9 @@ from genenv.domains.tool_call import intent
 from genenv.domains.tool_call.calls import Call
 from genenv.domains.tool_call.mentions import contains, dates, numbers, times, words
 from genenv.domains.tool_call.names import names_of
-from genenv.domains.tool_call.roles import roles_swapped
+from genenv.domains.tool_call.roles import roles_swapped, value_reused
 
-REJECT_REASONS = ("ungrounded_argument", "roles_swapped", "function_mismatch", "enum_not_named")
+REJECT_REASONS = ("ungrounded_argument", "roles_swapped", "value_reused", "function_mismatch", "enum_not_named")
 
 _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _HHMM = re.compile(r"\d{2}:\d{2}")
@@ -61,6 +63,8 @@ def answer_error(calls: list[Call], functions: list[dict[str, Any]], request: st
         return "ungrounded_argument"
     if roles_swapped(calls, functions, request):
         return "roles_swapped"
+    if value_reused(calls, request):
+        return "value_reused"
     if intent.mismatch(calls, functions, request):
         return "function_mismatch"
     if not all(_is_default(value, spec) or stated.names(value) for spec, value in arguments if "enum" in spec):

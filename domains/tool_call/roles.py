@@ -1,6 +1,7 @@
-"""Do paired arguments (from/to, pickup/dropoff, origin/destination, base/target) take the roles the request gives
-their values? The grounding check only asks that each value be stated; a simulator that swaps two stated values
-("a ride from the office to the beach" -> pickup="the beach") passes it and teaches the wrong call.
+"""Do arguments take the roles the request gives their values? The grounding check only asks that each value be
+stated; a simulator that swaps two stated values ("a ride from the office to the beach" -> pickup="the beach"), or
+puts one stated value in two roles ("a passport from Japan, visit Norway" -> passport_country="Norway",
+destination_country="Norway"), passes it and teaches the wrong call.
 
 A request gives a value its role by a cue word right before it ("from X", "to X", "into X", "how many X", a number
 before a unit: "1.5 meters" is the amount's unit, so the source), or, where neither value has a cue, by their order
@@ -41,6 +42,27 @@ def roles_swapped(calls: list[Call], functions: list[dict[str, Any]], request: s
         for source, target in role_pairs(by_name.get(call.name, {}))
         if source in call.arguments and target in call.arguments
     )
+
+
+def value_reused(calls: list[Call], request: str) -> bool:
+    """True when a call puts one string value in more arguments than the request names it: each mention of a value
+    gives it one role, so "Compress photo.png as zip" cannot fill both paths and archive."""
+    said = words(request)
+    return any(
+        len(params) > max(1, len(_positions(said, value)))
+        for call in calls
+        for value, params in _values_by_words(call).values()
+    )
+
+
+def _values_by_words(call: Call) -> dict[tuple[str, ...], tuple[str, set[str]]]:
+    """The call's string values (list items count), keyed by their words: (one spelling, the arguments they fill)."""
+    filled: dict[tuple[str, ...], tuple[str, set[str]]] = {}
+    for param, value in call.arguments.items():
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, str) and words(item):
+                filled.setdefault(words(item), (item, set()))[1].add(param)
+    return filled
 
 
 def role_pairs(properties: dict[str, Any]) -> list[tuple[str, str]]:

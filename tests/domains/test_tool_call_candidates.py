@@ -215,6 +215,7 @@ def test_reject_vocabulary() -> None:
         "heldout_overlap",
         "ungrounded_argument",
         "roles_swapped",
+        "value_reused",
         "function_mismatch",
         "enum_not_named",
     )

@@ -144,6 +144,29 @@ def test_arguments_that_swap_the_roles_the_request_gives_are_rejected(question: 
     assert reason(question, swapped_back.replace("SOURCE", f'{source}="{call.arguments[target]}"')) is None
 
 
+@pytest.mark.parametrize(
+    ("question", "answer"),
+    [  # wrong labels read by hand in the issue-45 comparison (bench/data/labelled_c45_tasks.jsonl)
+        (
+            "I hold a passport from Japan, can I visit Norway visa-free?",
+            '[travel.visa_rules(passport_country="Norway", destination_country="Norway")]',
+        ),
+        ("Make a new zip archive called ~/Projects/bomber.", '[files.compress(paths=["bomber"], archive="bomber")]'),
+        ("Find all files in ~/Pictures/*.", '[files.find(pattern="*.picture", folder="~/Pictures")]'),
+        ("Compress photo.png as zip.", '[files.compress(paths=["photo.png"], archive="photo.png")]'),
+    ],
+)
+def test_one_stated_value_in_two_roles_is_rejected(question: str, answer: str) -> None:
+    assert reason(question, answer) == "value_reused"
+
+
+def test_a_value_named_as_often_as_it_is_used_is_kept() -> None:
+    question = "Book a ride for 5 people from the train station to the train station."
+    answer = '[rides.request_ride(pickup="the train station", dropoff="the train station", seats=5)]'
+    assert reason(question, answer) is None
+    assert reason(question.replace(" to the train station", ""), answer) == "value_reused"
+
+
 def test_every_role_pair_of_the_catalog_is_checked_both_ways() -> None:
     """Every catalog function with a source and a target parameter: 50 sampled requests keep their answer, and the
     same answer with the two values swapped is rejected, whatever cue or order the sampler used."""
