@@ -4,7 +4,10 @@ The sample is every simulator task that today's validation would have called val
 the answer check (`bench/data/labelled_simulator_tasks.jsonl`), each labelled by reading it: does the answer do
 what the request asks? "Before" is the share of correct answers among all of them; "after" is the share among the
 ones the domain's validation still accepts. `bench/data/labelled_c45_tasks.jsonl` holds 56 valid simulator tasks of
-the issue-45 comparison (GenEnv-Random, seeds 0 and 2, generations 1 to 4), labelled the same way after validation.
+the issue-45 comparison (GenEnv-Random, seeds 0 and 2, generations 1 to 4), labelled the same way after validation;
+`bench/data/labelled_c45_g5_g8_tasks.jsonl` 50 drawn at random (seed 0) from the 67 its seeds 1 and 3 wrote in
+generations 5 to 8 (s1 g5-g8, s3 g5-g7, all there were when drawn) that the check with `value_reused` keeps: a
+sample no rule of the check was written from.
 Usage: `python bench/answer_check.py [--sample FILE]`.
 """
 
