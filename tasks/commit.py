@@ -36,10 +36,8 @@ def generation_metrics(ref: GenerationRef, stage_seconds: dict[str, float]) -> d
     batches = warehouse.read("batches", run_id=ref.run_id, generation=g)
     training = warehouse.read("training", run_id=ref.run_id, generation=g)
     domain = ref.domain  # built on each access: once here
-    abstaining = None
-    if isinstance(domain, AbstainingDomain):
-        ids = sorted(set(tasks.filter(valid=True)["task_id"]) | set(trajectories["task_id"]))
-        abstaining = _abstaining_tasks(ref, domain, ids)
+    ids = sorted(set(tasks.filter(valid=True)["task_id"]) | set(trajectories["task_id"]))
+    abstaining = _abstaining_tasks(ref, domain, ids) if isinstance(domain, AbstainingDomain) else None
 
     def by(purpose: str) -> pl.DataFrame:
         return trajectories.filter(purpose=purpose)
