@@ -82,7 +82,9 @@ def sibling_pairs(
     k_min: float,
 ) -> list[tuple[TaskInstance, TaskInstance, float]]:
     """(seed, a sibling, the success rate to show) for each chosen seed with a sibling: the simulator learns to write a
-    variation of a seed (for tool_call, a new task for the same functions) and to follow the difficulty hint.
+    variation of a seed (for tool_call, a new task for the same functions) and to follow the difficulty hint. The
+    sibling's difficulty level is drawn evenly among its kind's levels (`across_levels`), so harder, easier and similar
+    pairs all occur: an update can only reinforce a difficulty the simulator sometimes writes.
 
     An abstention seed's sibling is an abstention too: another training request put to its means
     (`AbstainingDomain.abstention_task`), and a seed that needs an answer pairs with siblings that do. The rate
@@ -100,11 +102,19 @@ def sibling_pairs(
             sibling = _built_abstention(domain, seed, seeds, rng, f"warm-start/abstention/{index}")
         else:
             siblings = [s for s in by_kind[kind(seed)] if s.task_id != seed.task_id]
-            sibling = rng.choice(siblings) if siblings else None
+            sibling = across_levels(domain, siblings, rng) if siblings else None
         if sibling is not None:
             difference = domain.difficulty(sibling) - domain.difficulty(seed)
             pairs.append((seed, sibling, fitting_success_rate(difference, alpha, k_min, rng)))
     return pairs
+
+
+def across_levels(domain: Domain, siblings: list[TaskInstance], rng: random.Random) -> TaskInstance:
+    """A sibling of a difficulty level drawn evenly among the siblings' levels, not in proportion to how many seeds
+    each level has (the arithmetic seeds have twice as many 1- and 2-step problems as 4-step ones)."""
+    levels = sorted({domain.difficulty(s) for s in siblings})
+    level = rng.choice(levels)
+    return rng.choice([s for s in siblings if domain.difficulty(s) == level])
 
 
 def fitting_success_rate(difference: float, alpha: float, k_min: float, rng: random.Random) -> float:

@@ -1,10 +1,12 @@
 import random
+from collections import Counter
 
 import pytest
 
+from genenv.domains.arithmetic.domain import WORDS
 from genenv.domains.base import TaskInstance, difficulty_hint, get_domain
 from genenv.domains.tool_call.prompts import DIFFICULTY
-from genenv.tasks.warm_start import fitting_success_rate, sibling_pairs
+from genenv.tasks.warm_start import across_levels, fitting_success_rate, sibling_pairs
 
 TOOL_CALL = get_domain("tool_call")
 
@@ -68,3 +70,30 @@ def test_text_games_pair_with_games_of_the_same_size_and_quest():
     for seed, sibling, _ in pairs:
         assert domain.sibling_key(sibling) == domain.sibling_key(seed)
         assert sibling.spec["game"]["seed"] != seed.spec["game"]["seed"]
+
+
+def test_a_siblings_difficulty_level_is_drawn_evenly_not_by_how_many_seeds_each_level_has():
+    """across_levels: ten 1-step siblings and one 4-step one, the 4-step one is drawn about half the time (a plain
+    choice would draw it one time in eleven), so the simulator sees harder and easier pairs, not mostly similar ones."""
+    arithmetic = get_domain("arithmetic")
+    seeds = arithmetic.load_seeds()
+    one_step = [s for s in seeds if arithmetic.difficulty(s) == 1][:10]
+    four_steps = next(s for s in seeds if arithmetic.difficulty(s) == 4)
+    rng = random.Random(0)
+    drawn = Counter(across_levels(arithmetic, [*one_step, four_steps], rng).task_id for _ in range(1000))
+    assert 400 <= drawn[four_steps.task_id] <= 600
+
+
+def test_the_arithmetic_warm_start_pairs_cover_every_difficulty_with_each_hint():
+    """The domain's own seeds have problems of 1 to 4 steps in each one-operator family, so the simulator's warm start
+    shows every level as a target, under each of the three hints (harder, easier, similar)."""
+    arithmetic = get_domain("arithmetic")
+    seeds = arithmetic.load_seeds()
+    assert set(Counter(int(arithmetic.difficulty(s)) for s in seeds)) == {1, 2, 3, 4}
+    pairs = sibling_pairs(arithmetic, seeds, seeds, random.Random(0), 0.5, 0.1)
+    assert {int(arithmetic.difficulty(sibling)) for _, sibling, _ in pairs} == {1, 2, 3, 4}
+    hints = Counter(
+        next(h for h in ("harder", "easier", "similar") if h in difficulty_hint(rate, 0.5, 0.1, WORDS))
+        for _, _, rate in pairs
+    )
+    assert min(hints[h] for h in ("harder", "easier", "similar")) >= len(pairs) // 10
