@@ -1,23 +1,30 @@
-"""Does the simulator's update steer? The project's simulator (the embedded model, warm-started on the arithmetic
-domain as generation 0 does) writes problems for a scripted agent whose success falls with a problem's operator
-count along a known curve, and learns from its rewards with the flow's own functions (simulator_advantages,
-grpo_update). Three arms from one warm start, on the same prompts and sampling seeds:
+"""Does the simulator's update steer it towards NEW tasks at the agent's edge? The project's simulator (the embedded
+model, warm-started on the arithmetic domain as generation 0 does, its sibling pairs across difficulty levels) writes
+problems for a scripted agent whose success falls with a problem's operator count along a known curve, and learns
+from its rewards with the flow's own functions. Arms, from one warm start per bench seed, on the same prompts and
+sampling seeds:
 
-- shipped: p̂ from `--rollouts` draws of the scripted agent, the configured generator reward;
-- oracle:  the reward of the agent's true success rate (no sampling noise in p̂);
-- placebo: every valid problem rewarded alike (validity only).
+- grpo-shipped, grpo-oracle: the flow's GRPO update (simulator_advantages, grpo_update) each round;
+- rwr-shipped, rwr-oracle:   the paper's RWR (Algorithm 1): the in-band outputs join a deduplicated pool D_env across
+                             rounds, and each round fine-tunes on it, w ∝ exp(λ R_env) (weighted_sft);
+- placebo:                   the same fine-tuning on every valid output with equal weights (validity only).
 
-Before and after, each arm writes `--eval-samples` problems for every prompt: the valid share, the share of outputs
-that are valid AND at the difficulty whose success is α (the target), and the valid problems' mean operator count,
-each with a 95% interval clustered by prompt (prompts resampled, paired before/after). A second run (`--shift`)
-makes the agent better halfway: the target should move with it.
+shipped reads p̂ from `--rollouts` draws of the scripted agent, and `--confirm-rollouts` more where the first p̂ lies
+within `--confirm-margin` of α (the flow's p_hat_confirm_rollouts); oracle reads the agent's true success rate.
 
-    python bench/steering.py [--rounds 6] [--prompts 12] [--lr 1e-4] [--reward alpha_curriculum] [--beta 2]
-        [--shift] [--smoke --model DIR]
+Honest measure: before and after, each arm writes `--eval-samples` problems for every prompt. A valid output that
+copies a seed, an output the arm trained on or an earlier output of the same measure is a copy, reported apart and
+never counted at the target. Reported: the valid share, the copy share, the share of outputs that are NEW, valid and
+at the difficulty whose success is α (the target), and the new valid problems' mean operator count; each change with a
+95% interval from a hierarchical bootstrap over bench seeds, then prompts (paired before/after), and each arm's change
+beyond the placebo's.
 
-Pass (issue 46): shipped raises the target share by at least 15 points beyond its interval with the valid share
-within 10 points, and placebo moves it by less than 5. If oracle passes and shipped fails, the reward is the
-problem; if both fail, the budget or the model's capacity is.
+    python bench/steering.py [--arms rwr-shipped,rwr-oracle,placebo] [--bench-seeds 3] [--rounds 6] [--prompts 12]
+        [--variations 8] [--lr 1e-3] [--shift] [--smoke --model DIR]
+
+Pass (issue 52), for the update the flow ships with the shipped reward: new outputs at the target up by at least 15
+points beyond the interval, the valid share not down by more than 5 points, and at least 10 points beyond the placebo's
+change. `--shift` makes the agent better halfway: the new-at-target share should move to the new target.
 """
 
 from __future__ import annotations
@@ -26,24 +33,46 @@ import argparse
 import random
 import tempfile
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+
+import numpy as np
 
 from genenv.config import GenEnvConfig
 from genenv.curriculum.batches import simulator_advantages
-from genenv.curriculum.generator_rewards import GENERATOR_REWARDS, CurriculumParams
+from genenv.curriculum.generator_rewards import GENERATOR_REWARDS, CurriculumParams, in_band, near_band, rwr_weights
 from genenv.domains.base import TaskInstance, ValidationContext, get_domain
+from genenv.evaluation.bootstrap import seeds_and_items
 from genenv.models.grpo import GroupSample, grpo_update
 from genenv.models.loading import EMBEDDED_MODEL, resolve_base_model
 from genenv.models.policy import LoraSettings, PolicyPair
-from genenv.models.rwr import encode_example, weighted_sft
+from genenv.models.rwr import WeightedExample, encode_example, weighted_sft
 from genenv.models.sampling import SamplingSettings
 from genenv.models.transformers_backend import TransformersBackend
 from genenv.tasks.warm_start import sibling_pairs
 
 CURVES = {"base": {1: 0.95, 2: 0.8, 3: 0.5, 4: 0.2}, "better": {1: 0.99, 2: 0.95, 3: 0.8, 4: 0.5}}
 """The scripted agent's success by operator count: α = 0.5 sits at 3 operators, then, better, at 4."""
-ARMS = ("shipped", "oracle", "placebo")
+
+
+@dataclass(frozen=True)
+class Arm:
+    update: str
+    """grpo (this round's outputs, advantages within each prompt) or rwr (weighted SFT on the pooled records)."""
+    reward: str
+    """shipped (p̂ sampled from the scripted agent), oracle (its true success) or placebo (every valid output alike)."""
+
+
+ARMS = {
+    "grpo-shipped": Arm("grpo", "shipped"),
+    "grpo-oracle": Arm("grpo", "oracle"),
+    "rwr-shipped": Arm("rwr", "shipped"),
+    "rwr-oracle": Arm("rwr", "oracle"),
+    "placebo": Arm("rwr", "placebo"),
+}
+SHIPPED = "rwr-shipped"
+"""The arm whose update and reward the flow ships (configs/laptop.yaml: simulator_update rwr)."""
 
 
 @dataclass(frozen=True)
@@ -52,11 +81,14 @@ class Settings:
     prompts: int
     variations: int
     rollouts: int
+    confirm_rollouts: int
+    confirm_margin: float
     eval_samples: int
     lr: float
     kl_coef: float
     epochs: int
     minibatch: int
+    max_records: int
     reward: str
     params: CurriculumParams
     invalid_advantage: float
@@ -67,13 +99,25 @@ class Settings:
 
 @dataclass(frozen=True)
 class Written:
-    """One output: its prompt, and its operator count when valid (None when rejected or a repeat)."""
+    """One output: its prompt, why it was rejected (None: valid and new; "duplicate": valid but a copy of something
+    seen), whether it repeats a valid output of the same call, its operator count and task when it parses."""
 
     prompt: int
-    difficulty: int | None
+    reason: str | None
     repeat: bool
+    difficulty: int | None
+    task: TaskInstance | None
     prompt_ids: list[int]
     completion_ids: list[int]
+
+    @property
+    def valid(self) -> bool:
+        return self.task is not None and self.reason in (None, "duplicate")
+
+    @property
+    def new(self) -> bool:
+        """Valid, and no copy of a seed, an earlier output or another output of this call."""
+        return self.reason is None and self.task is not None and not self.repeat
 
 
 def target_of(curve: dict[int, float], alpha: float) -> int:
@@ -90,77 +134,128 @@ def prompts_for(domain, seeds: list[TaskInstance], curve: dict[int, float], s: S
 
 
 def write(policy, domain, seeds, prompts, samples: int, seed: int, s: Settings, seen: set[str]) -> list[Written]:
-    """`samples` outputs per prompt, parsed and validated as the generate stage does: a duplicate of `seen` (earlier
-    rounds) is rejected, a repeat within this call shares its first copy's verdict; `seen` grows with this call's."""
+    """`samples` outputs per prompt, parsed and validated as the generate stage does: a copy of `seen` is rejected as
+    a duplicate, a repeat within this call is marked; `seen` is not changed."""
     sampling = SamplingSettings(s.max_new_tokens, s.temperature, s.top_p, seed)
     conversations = [p for p in prompts for _ in range(samples)]
     completions = TransformersBackend(policy).generate("simulator", conversations, sampling)
     context = ValidationContext(seen_keys=set(seen))
-    written, this_call = [], {}
+    written, this_call = [], set()
     for index, completion in enumerate(completions):
         i = index // samples
         candidate = domain.parse_candidate(completion.text, seeds[i], f"w{index}", not completion.finished)
         candidate = domain.validate(candidate, context)
-        difficulty, repeat = None, False
-        if candidate.valid:
-            key = domain.dedup_key(candidate.task)
+        task, repeat = candidate.task, False
+        if task is not None and candidate.reject_reason is None:
+            key = domain.dedup_key(task)
             repeat = key in this_call
-            difficulty = this_call.setdefault(key, int(domain.difficulty(candidate.task)))
-        written.append(Written(i, difficulty, repeat, completion.prompt_ids, completion.completion_ids))
-    seen |= set(this_call)
+            this_call.add(key)
+        difficulty = int(domain.difficulty(task)) if task is not None else None
+        written.append(
+            Written(
+                i, candidate.reject_reason, repeat, difficulty, task, completion.prompt_ids, completion.completion_ids
+            )
+        )
     return written
 
 
-def rewarded(written: list[Written], arm: str, curve: dict[int, float], rng: random.Random, s: Settings) -> list:
-    """Each output's reward (None when rejected): the arm's reading of the scripted agent's success."""
-    reward = GENERATOR_REWARDS[s.reward]
-    out = []
-    for w in written:
-        if w.difficulty is None:
-            out.append(None)
-        elif arm == "placebo":
-            out.append(1.0)
-        elif arm == "oracle":
-            out.append(reward(curve[w.difficulty], s.params))
-        else:
-            p_hat = sum(rng.random() < curve[w.difficulty] for _ in range(s.rollouts)) / s.rollouts
-            out.append(reward(p_hat, s.params))
-    return out
+def estimated_success(difficulty: int, arm: Arm, curve: dict[int, float], rng: random.Random, s: Settings) -> float:
+    """The arm's p̂ of a valid output: the agent's true success (oracle), or the share of sampled rollouts solved, with
+    `confirm_rollouts` more where the first estimate is near α (shipped)."""
+    if arm.reward == "oracle":
+        return curve[difficulty]
+    solved = sum(rng.random() < curve[difficulty] for _ in range(s.rollouts))
+    if s.confirm_rollouts and near_band(solved / s.rollouts, s.params.alpha, s.confirm_margin):
+        more = sum(rng.random() < curve[difficulty] for _ in range(s.confirm_rollouts))
+        return (solved + more) / (s.rollouts + s.confirm_rollouts)
+    return solved / s.rollouts
 
 
-def train_round(policy, domain, seeds, prompts, arm, curve, round_, s: Settings, seen, rng) -> str:
-    """One round: write, reward, one GRPO update; returns what it trained on (outputs and the mean advantage by
-    operator count, the rejected ones as 'x')."""
-    written = write(policy, domain, seeds, prompts, s.variations, 1000 + round_, s, seen)
-    rewards = rewarded(written, arm, curve, rng, s)
-    groups = [str(w.prompt) for w in written]
-    advantages = simulator_advantages(groups, rewards, s.invalid_advantage)
-    by_kind: dict[str, list[float]] = {}
-    for w, advantage in zip(written, advantages, strict=True):
-        by_kind.setdefault("x" if w.difficulty is None else str(w.difficulty), []).append(advantage)
-    samples = [
-        GroupSample(w.prompt_ids, w.completion_ids, r or 0.0, g)
-        for w, r, g in zip(written, rewards, groups, strict=True)
-    ]
-    grpo_update(
-        policy,
-        "simulator",
-        samples,
-        lr=s.lr,
-        kl_coef=s.kl_coef,
-        epochs=s.epochs,
-        minibatch_size=s.minibatch,
-        micro_batch_size=8,
-        seed=round_,
-        temperature=s.temperature,
-        advantages=advantages,
-    )
-    return " ".join(f"{kind}: {len(a)} ({sum(a) / len(a):+.2f})" for kind, a in sorted(by_kind.items()))
+@dataclass
+class Trainer:
+    """One arm's simulator update across rounds: GRPO on each round's outputs, or RWR on the pool it keeps."""
+
+    arm: Arm
+    settings: Settings
+    domain: object
+    seed: int
+    pool: dict[str, tuple[WeightedExample, float]] = field(default_factory=dict)
+    """RWR's D_env: dedup key -> (the record, its R_env); copies never enter (the writer rejects them)."""
+
+    def round(self, policy, written: list[Written], prompts, curve, round_: int, rng: random.Random) -> str:
+        s = self.settings
+        reward = GENERATOR_REWARDS[s.reward]
+        p_hats = [
+            estimated_success(w.difficulty, self.arm, curve, rng, s) if w.new and w.difficulty is not None else None
+            for w in written
+        ]
+        if self.arm.update == "grpo":
+            return self._grpo(policy, written, [None if p is None else reward(p, s.params) for p in p_hats], round_)
+        for w, p_hat in zip(written, p_hats, strict=True):
+            admitted = p_hat is not None and (self.arm.reward == "placebo" or in_band(p_hat, s.params))
+            if admitted:
+                example = encode_example(policy.tokenizer, prompts[w.prompt], self.domain.simulator_target(w.task))
+                self.pool[self.domain.dedup_key(w.task)] = (example, reward(p_hat, s.params))
+        return self._rwr(policy, round_)
+
+    def _grpo(self, policy, written: list[Written], rewards: list[float | None], round_: int) -> str:
+        s = self.settings
+        groups = [str(w.prompt) for w in written]
+        advantages = simulator_advantages(groups, rewards, s.invalid_advantage)
+        samples = [
+            GroupSample(w.prompt_ids, w.completion_ids, r or 0.0, g)
+            for w, r, g in zip(written, rewards, groups, strict=True)
+        ]
+        grpo_update(
+            policy, "simulator", samples, lr=s.lr, kl_coef=s.kl_coef, epochs=s.epochs, minibatch_size=s.minibatch,
+            micro_batch_size=8, seed=self.seed * 1000 + round_, temperature=s.temperature, advantages=advantages,
+        )  # fmt: skip
+        return f"{sum(r is not None for r in rewards)} rewarded of {len(written)}"
+
+    def _rwr(self, policy, round_: int) -> str:
+        """Weighted SFT on a draw of at most max_records pool records, w ∝ exp(λ R_env) (placebo: all alike)."""
+        s = self.settings
+        chosen = random.Random(f"{self.seed}/{round_}").sample(sorted(self.pool), min(s.max_records, len(self.pool)))
+        records = [self.pool[key] for key in chosen]
+        weights = (
+            [1.0] * len(records) if self.arm.reward == "placebo" else rwr_weights([r for _, r in records], s.params)
+        )
+        examples = [WeightedExample(e.prompt_ids, e.target_ids, w) for (e, _), w in zip(records, weights, strict=True)]
+        weighted_sft(
+            policy, "simulator", examples, lr=s.lr, kl_coef=s.kl_coef, epochs=s.epochs, batch_size=8,
+            seed=self.seed * 1000 + round_,
+        )  # fmt: skip
+        return f"pool {len(self.pool)}, trained on {len(examples)}"
+
+
+def share(flags: list[bool]) -> float:
+    return sum(flags) / len(flags) if flags else float("nan")
 
 
 @dataclass(frozen=True)
-class Paired:
-    """A share (or mean) before and after, and the paired difference's 95% interval, prompts resampled as clusters."""
+class Measured:
+    """Per prompt: the share of its outputs that are valid, copies, new at each target; and the mean operator count of
+    its new valid outputs (nan without one)."""
+
+    valid: list[float]
+    copies: list[float]
+    at: dict[int, list[float]]
+    operators: list[float]
+
+
+def measured(written: list[Written], prompts: int, targets: list[int]) -> Measured:
+    mine = [[w for w in written if w.prompt == i] for i in range(prompts)]
+    return Measured(
+        [share([w.valid for w in m]) for m in mine],
+        [share([w.valid and not w.new for w in m]) for m in mine],
+        {t: [share([w.new and w.difficulty == t for w in m]) for m in mine] for t in targets},
+        [float(np.mean([w.difficulty for w in m if w.new])) if any(w.new for w in m) else float("nan") for m in mine],
+    )
+
+
+@dataclass(frozen=True)
+class Change:
+    """The mean over bench seeds and prompts before and after, and the change's hierarchical 95% interval."""
 
     before: float
     after: float
@@ -175,188 +270,238 @@ class Paired:
         return f"{self.before:.3f} -> {self.after:.3f} ({self.moved:+.3f} [{self.low:+.3f}, {self.high:+.3f}])"
 
 
-def paired(before: list[list[float]], after: list[list[float]], resamples: int = 2000) -> Paired:
-    clusters = [(b, a) for b, a in zip(before, after, strict=True) if b and a]
-    if not clusters:
-        return Paired(float("nan"), float("nan"), float("nan"), float("nan"))
-
-    def means(chosen: list[tuple[list[float], list[float]]]) -> tuple[float, float]:
-        b = [v for pair in chosen for v in pair[0]]
-        a = [v for pair in chosen for v in pair[1]]
-        return sum(b) / len(b), sum(a) / len(a)
-
-    rng = random.Random(0)
-    moved = sorted(
-        after - before for before, after in (means(rng.choices(clusters, k=len(clusters))) for _ in range(resamples))
-    )
-    return Paired(*means(clusters), moved[int(0.025 * resamples)], moved[int(0.975 * resamples) - 1])
+def change(before: list[list[float]], after: list[list[float]]) -> Change:
+    """[bench seeds][prompts] before and after: prompts without a value on either side (no new valid output, for the
+    operator count) are left out of every seed, so the seeds stay paired."""
+    b, a = np.array(before, dtype=float), np.array(after, dtype=float)
+    kept = ~(np.isnan(b).any(axis=0) | np.isnan(a).any(axis=0))
+    if not kept.any():
+        return Change(float("nan"), float("nan"), float("nan"), float("nan"))
+    b, a = b[:, kept], a[:, kept]
+    interval = seeds_and_items([a - b])
+    return Change(float(b.mean()), float(a.mean()), interval.low, interval.high)
 
 
-def warm_started(
-    base: Path, domain, seeds, lora: LoraSettings, precision: str, epochs: int, folder: Path, examples: int
-) -> None:
-    """Generation 0's simulator warm start (tasks/warm_start.py's sibling pairs, its SFT) on `examples` seeds (0: all),
-    saved to `folder`."""
-    policy = PolicyPair.load(base, lora, precision=precision)
-    config = GenEnvConfig()
-    chosen = seeds[:examples] if examples else seeds
-    pairs = sibling_pairs(domain, seeds, chosen, random.Random(0), config.alpha, config.k_min)
-    examples = [
-        encode_example(
-            policy.tokenizer,
-            domain.simulator_messages(seed, rate, config.alpha, config.k_min),
-            domain.simulator_target(sibling),
-        )
-        for seed, sibling, rate in pairs
-    ]
-    weighted_sft(policy, "simulator", examples, lr=1e-3, kl_coef=0.0, epochs=epochs, batch_size=4, persist=False)
-    policy.save_adapter("simulator", folder)
+def passes(at_target: Change, valid: Change, beyond_placebo: Change | None) -> bool:
+    """Issue 52's bar: new outputs at the target up at least 15 points beyond the interval, the valid share down by
+    at most 5, and at least 10 points beyond the placebo's change."""
+    beyond = beyond_placebo is not None and beyond_placebo.moved >= 0.10 and beyond_placebo.low > 0
+    return at_target.moved >= 0.15 and at_target.low > 0 and valid.moved >= -0.05 and beyond
 
 
 @dataclass(frozen=True)
 class Bench:
-    """What every arm starts from: the base model, the warm-started simulator adapter, the prompts' seeds."""
+    """What every arm of one bench seed starts from: the base model, the warm-started simulator adapter, the prompts."""
 
     base: Path
     adapter: Path
     lora: LoraSettings
     precision: str
     domain: object
+    all_seeds: list[TaskInstance]
     seeds: list[TaskInstance]
     targets: list[int]
     settings: Settings
+    seed: int
     verbose: bool = False
 
-    def measure(self, policy: PolicyPair, curve: dict[int, float]) -> dict[str, list[list[float]]]:
-        """Per prompt: each output's valid flag, at-target flags (one per target), valid outputs' difficulty."""
-        prompts = prompts_for(self.domain, self.seeds, curve, self.settings)
-        written = write(policy, self.domain, self.seeds, prompts, self.settings.eval_samples, 7, self.settings, set())
-        measured: dict[str, list[list[float]]] = {"valid": [], "difficulty": []} | {f"at {t}": [] for t in self.targets}
-        for i in range(len(prompts)):
-            mine = [w for w in written if w.prompt == i]
-            measured["valid"].append([float(w.difficulty is not None) for w in mine])
-            measured["difficulty"].append([float(w.difficulty) for w in mine if w.difficulty is not None])
-            for t in self.targets:
-                measured[f"at {t}"].append([float(w.difficulty == t) for w in mine])
-        return measured
-
-    def run(self, arm: str, curves: list[dict[int, float]]) -> list[dict[str, list[list[float]]]]:
-        """One arm trained from the warm start, `rounds` rounds split evenly over `curves` (the agent changing),
-        measured at the end of each curve's rounds."""
+    def policy(self) -> PolicyPair:
         adapters = {"simulator": self.adapter}
-        policy = PolicyPair.load(self.base, self.lora, adapters=adapters, references=adapters, precision=self.precision)
-        seen = {self.domain.dedup_key(t) for t in self.seeds}
-        rng = random.Random(arm)
-        measured = []
+        return PolicyPair.load(self.base, self.lora, adapters=adapters, references=adapters, precision=self.precision)
+
+    def measure(self, policy: PolicyPair, curve: dict[int, float], seen: set[str]) -> Measured:
+        prompts = prompts_for(self.domain, self.seeds, curve, self.settings)
+        written = write(
+            policy, self.domain, self.seeds, prompts, self.settings.eval_samples, self.seed * 7919 + 7, self.settings,
+            seen,
+        )  # fmt: skip
+        return measured(written, len(prompts), self.targets)
+
+    def seen_at_start(self) -> set[str]:
+        return {self.domain.dedup_key(t) for t in self.all_seeds}
+
+    def run(self, name: str, curves: list[dict[int, float]]) -> list[Measured]:
+        """One arm trained from the warm start, `rounds` rounds split evenly over `curves` (the agent changing),
+        measured at the end of each curve's rounds against everything it saw (seeds and every output it wrote)."""
+        policy, trainer = self.policy(), Trainer(ARMS[name], self.settings, self.domain, self.seed)
+        seen, rng = self.seen_at_start(), random.Random(f"{name}/{self.seed}")
+        out = []
         for phase, curve in enumerate(curves):
             prompts = prompts_for(self.domain, self.seeds, curve, self.settings)
             for round_ in range(self.settings.rounds // len(curves)):
-                round_seed = phase * 100 + round_
-                trained = train_round(
-                    policy, self.domain, self.seeds, prompts, arm, curve, round_seed, self.settings, seen, rng
-                )
+                number = phase * 100 + round_
+                written = write(
+                    policy, self.domain, self.seeds, prompts, self.settings.variations,
+                    self.seed * 7919 + 1000 + number, self.settings, seen,
+                )  # fmt: skip
+                seen |= {self.domain.dedup_key(w.task) for w in written if w.new}
+                trained = trainer.round(policy, written, prompts, curve, number, rng)
                 if self.verbose:
-                    print(f"  {arm} round {round_seed}: {trained}", flush=True)
-            measured.append(self.measure(policy, curve))
-        return measured
+                    counts = {d: sum(w.new and w.difficulty == d for w in written) for d in (1, 2, 3, 4)}
+                    print(f"  seed {self.seed} {name} round {number}: new by operators {counts}; {trained}", flush=True)
+            out.append(self.measure(policy, curve, seen))
+        return out
 
 
-def passes(target: Paired, valid: Paired) -> bool:
-    """Issue 46's bar: the target share up by at least 15 points beyond its interval, the valid share within 10."""
-    return target.moved >= 0.15 and target.low > 0 and abs(valid.moved) <= 0.10
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--models", type=Path, default=Path("data") / "models", help="model cache folder")
-    parser.add_argument("--model", type=Path, help="a local model folder instead of the embedded model")
-    parser.add_argument("--rounds", type=int, default=6)
-    parser.add_argument("--prompts", type=int, default=12)
-    parser.add_argument("--variations", type=int, default=4)
-    parser.add_argument("--rollouts", type=int, default=GenEnvConfig.p_hat_rollouts)
-    parser.add_argument("--eval-samples", type=int, default=8)
-    parser.add_argument("--lr", type=float, default=GenEnvConfig.simulator_lr)
-    parser.add_argument("--kl", type=float, default=GenEnvConfig.simulator_kl_coef)
-    parser.add_argument("--epochs", type=int, default=GenEnvConfig.simulator_epochs)
-    parser.add_argument("--minibatch", type=int, default=GenEnvConfig.simulator_minibatch_size)
-    parser.add_argument("--reward", default=GenEnvConfig.generator_reward)
-    parser.add_argument("--beta", type=float, default=GenEnvConfig.beta)
-    parser.add_argument("--invalid-advantage", type=float, default=GenEnvConfig.simulator_invalid_advantage)
-    parser.add_argument("--warm-start-epochs", type=int, default=3)
-    parser.add_argument("--arms", default=",".join(ARMS))
-    parser.add_argument("--shift", action="store_true", help="also run shipped with the agent getting better halfway")
-    parser.add_argument("--smoke", action="store_true", help="tiny sizes, for the test suite")
-    parser.add_argument("--verbose", action="store_true", help="print what each round trains on")
-    args = parser.parse_args()
-    started = time.perf_counter()
+def warm_started(base: Path, domain, seeds, lora: LoraSettings, precision: str, epochs: int, folder: Path,
+                 examples: int, seed: int) -> None:  # fmt: skip
+    """Generation 0's simulator warm start (tasks/warm_start.py's sibling pairs, its SFT) on `examples` seeds (0: all),
+    its pairs and order drawn from `seed`, saved to `folder`."""
+    policy = PolicyPair.load(base, lora, precision=precision)
     config = GenEnvConfig()
+    chosen = seeds[:examples] if examples else seeds
+    pairs = sibling_pairs(domain, seeds, chosen, random.Random(seed), config.alpha, config.k_min)
+    examples_ = [
+        encode_example(
+            policy.tokenizer,
+            domain.simulator_messages(seed_task, rate, config.alpha, config.k_min),
+            domain.simulator_target(sibling),
+        )
+        for seed_task, sibling, rate in pairs
+    ]
+    weighted_sft(policy, "simulator", examples_, lr=1e-3, kl_coef=0.0, epochs=epochs, batch_size=4, seed=seed,
+                 persist=False)  # fmt: skip
+    policy.save_adapter("simulator", folder)
+
+
+def report(
+    name: str, before: list[Measured], after: list[Measured], placebo: list[Measured] | None, target: int, t0: float
+) -> str:
+    """One arm's line, pooled over the bench seeds."""
+
+    def over(ms: list[Measured], pick: Callable[[Measured], list[float]]) -> list[list[float]]:
+        return [pick(m) for m in ms]
+
+    valid = change(over(before, lambda m: m.valid), over(after, lambda m: m.valid))
+    copies = change(over(before, lambda m: m.copies), over(after, lambda m: m.copies))
+    at = change(over(before, lambda m: m.at[target]), over(after, lambda m: m.at[target]))
+    operators = change(over(before, lambda m: m.operators), over(after, lambda m: m.operators))
+    beyond = None
+    if placebo is not None and name != "placebo":
+        beyond = change(over(placebo, lambda m: m.at[target]), over(after, lambda m: m.at[target]))
+    verdict = "passes" if passes(at, valid, beyond) else "does not pass"
+    beyond_text = f"{beyond.moved:+.3f} [{beyond.low:+.3f}, {beyond.high:+.3f}]" if beyond else "-"
+    return (
+        f"{name:12s} valid {valid} | copies {copies} | new at target {at} | beyond placebo {beyond_text} | "
+        f"mean operators of new {operators} | {verdict} the bar ({time.perf_counter() - t0:.0f} s)"
+    )
+
+
+def settings_from(args: argparse.Namespace, config: GenEnvConfig) -> Settings:
     small = args.smoke
-    settings = Settings(
+    return Settings(
         rounds=2 if small else args.rounds,
         prompts=2 if small else args.prompts,
         variations=2 if small else args.variations,
         rollouts=args.rollouts,
+        confirm_rollouts=args.confirm_rollouts,
+        confirm_margin=args.confirm_margin,
         eval_samples=2 if small else args.eval_samples,
         lr=args.lr,
         kl_coef=args.kl,
         epochs=args.epochs,
         minibatch=args.minibatch,
+        max_records=args.max_records,
         reward=args.reward,
-        params=CurriculumParams(config.alpha, args.beta, config.k_min, config.rwr_lambda),
+        params=CurriculumParams(config.alpha, args.beta, config.k_min, args.rwr_lambda),
         invalid_advantage=args.invalid_advantage,
         temperature=0.7,
         top_p=0.9,
         max_new_tokens=8 if small else 64,
     )
+
+
+def parse_args() -> argparse.Namespace:
+    config = GenEnvConfig
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", type=Path, default=Path("data") / "models", help="model cache folder")
+    parser.add_argument("--model", type=Path, help="a local model folder instead of the embedded model")
+    parser.add_argument("--arms", default=f"{SHIPPED},rwr-oracle,placebo", help=f"any of {','.join(ARMS)}")
+    parser.add_argument("--bench-seeds", type=int, default=3, help="warm starts and sampling seeds 0..N-1")
+    parser.add_argument("--rounds", type=int, default=6)
+    parser.add_argument("--prompts", type=int, default=12)
+    parser.add_argument("--variations", type=int, default=8)
+    parser.add_argument("--rollouts", type=int, default=config.p_hat_rollouts)
+    parser.add_argument("--confirm-rollouts", type=int, default=config.p_hat_confirm_rollouts)
+    parser.add_argument("--confirm-margin", type=float, default=config.p_hat_confirm_margin)
+    parser.add_argument("--eval-samples", type=int, default=8)
+    parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--kl", type=float, default=config.simulator_kl_coef)
+    parser.add_argument("--epochs", type=int, default=config.simulator_epochs)
+    parser.add_argument("--minibatch", type=int, default=config.simulator_minibatch_size)
+    parser.add_argument("--max-records", type=int, default=config.simulator_max_records)
+    parser.add_argument("--reward", default=config.generator_reward)
+    parser.add_argument("--beta", type=float, default=config.beta)
+    parser.add_argument("--rwr-lambda", type=float, default=config.rwr_lambda)
+    parser.add_argument("--invalid-advantage", type=float, default=config.simulator_invalid_advantage)
+    parser.add_argument("--warm-start-epochs", type=int, default=3)
+    parser.add_argument("--shift", action="store_true", help=f"also run {SHIPPED} with the agent better halfway")
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, for the test suite")
+    parser.add_argument("--verbose", action="store_true", help="print what each round wrote and trained on")
+    args = parser.parse_args()
+    unknown = set(args.arms.split(",")) - set(ARMS)
+    if unknown:
+        parser.error(f"unknown arm(s) {sorted(unknown)}: choose from {', '.join(ARMS)}")
+    return args
+
+
+def main() -> None:
+    args = parse_args()
+    started = time.perf_counter()
+    config = GenEnvConfig()
+    settings = settings_from(args, config)
+    arms = args.arms.split(",")
     domain = get_domain("arithmetic")
     all_seeds = domain.load_seeds()
     base = args.model or resolve_base_model(EMBEDDED_MODEL, args.models)
     lora = LoraSettings(r=config.lora_r, alpha=config.lora_alpha, target_modules=config.lora_target_modules)
-    precision = "float32" if small else "bfloat16"
+    precision = "float32" if args.smoke else "bfloat16"
     target, better = (target_of(CURVES[name], config.alpha) for name in ("base", "better"))
+    prompt_seeds = random.Random(0).sample(all_seeds, settings.prompts)
+    results: dict[str, list[Measured]] = {"before": [], **{arm: [] for arm in arms}}
+    shifted: list[list[Measured]] = []
+    print(
+        f"{settings.prompts} prompts x {settings.variations} variations, {settings.rounds} rounds of {settings.epochs} "
+        f"epoch(s), lr {settings.lr}, KL {settings.kl_coef}, reward {settings.reward} (β {settings.params.beta}, λ "
+        f"{settings.params.rwr_lambda}), p̂ from {settings.rollouts} rollouts (+{settings.confirm_rollouts} within "
+        f"{settings.confirm_margin} of α), at most {settings.max_records} records a round; {settings.eval_samples} "
+        f"samples a prompt measured; target {target} operators; {args.bench_seeds} bench seed(s)",
+        flush=True,
+    )
     with tempfile.TemporaryDirectory() as scratch:
-        adapter = Path(scratch) / "simulator"
-        epochs, examples = (1, 4) if small else (args.warm_start_epochs, 0)
-        warm_started(base, domain, all_seeds, lora, precision, epochs, adapter, examples)
-        seeds = random.Random(0).sample(all_seeds, settings.prompts)
-        bench = Bench(base, adapter, lora, precision, domain, seeds, [target, better], settings, args.verbose)
-        before = bench.measure(
-            PolicyPair.load(base, lora, adapters={"simulator": adapter}, precision=precision), CURVES["base"]
-        )
-        print(
-            f"{settings.prompts} prompts x {settings.variations} variations, {settings.rounds} rounds of "
-            f"{settings.epochs} epoch(s), lr {settings.lr}, KL {settings.kl_coef}, reward {settings.reward} "
-            f"(β {settings.params.beta}), invalid advantage {settings.invalid_advantage}, "
-            f"p̂ from {settings.rollouts} rollouts; {settings.eval_samples} samples a "
-            f"prompt measured; target {target} operators; warm start and first measure "
-            f"{time.perf_counter() - started:.0f} s",
-            flush=True,
-        )
-        for arm in args.arms.split(","):
-            after = bench.run(arm, [CURVES["base"]])[-1]
-            valid, at_target = (
-                paired(before["valid"], after["valid"]),
-                paired(before[f"at {target}"], after[f"at {target}"]),
-            )
+        for bench_seed in range(args.bench_seeds):
+            adapter = Path(scratch) / f"simulator-{bench_seed}"
+            epochs, examples = (1, 4) if args.smoke else (args.warm_start_epochs, 0)
+            warm_started(base, domain, all_seeds, lora, precision, epochs, adapter, examples, bench_seed)
+            bench = Bench(base, adapter, lora, precision, domain, all_seeds, prompt_seeds, [target, better], settings,
+                          bench_seed, args.verbose)  # fmt: skip
+            results["before"].append(bench.measure(bench.policy(), CURVES["base"], bench.seen_at_start()))
+            first = results["before"][-1]
             print(
-                f"{arm:8s} valid {valid} | at target {at_target} | mean operators "
-                f"{paired(before['difficulty'], after['difficulty'])} | "
-                f"{'passes' if passes(at_target, valid) else 'does not pass'} the bar "
-                f"({time.perf_counter() - started:.0f} s)",
+                f"  seed {bench_seed} warm start: valid {np.mean(first.valid):.3f}, new at target "
+                f"{np.mean(first.at[target]):.3f} ({time.perf_counter() - started:.0f} s)",
                 flush=True,
             )
-        if args.shift:
-            midway, end = bench.run("shipped", [CURVES["base"], CURVES["better"]])
-            print(
-                f"shift: shipped, the agent better after {settings.rounds // 2} rounds "
-                f"(α moves from {target} to {better} operators)"
-            )
-            for name, measured in (("midway", midway), ("end", end)):
-                print(
-                    f"  {name:6s} at {target} {paired(before[f'at {target}'], measured[f'at {target}'])} | "
-                    f"at {better} {paired(before[f'at {better}'], measured[f'at {better}'])}"
-                )
-            print(f"  end against midway: at {better} {paired(midway[f'at {better}'], end[f'at {better}'])}")
+            for arm in arms:
+                results[arm].append(bench.run(arm, [CURVES["base"]])[-1])
+                print(f"  seed {bench_seed} {arm} done ({time.perf_counter() - started:.0f} s)", flush=True)
+            if args.shift:
+                shifted.append(bench.run(SHIPPED, [CURVES["base"], CURVES["better"]]))
+    placebo = results.get("placebo")
+    for arm in arms:
+        print(report(arm, results["before"], results[arm], placebo, target, started), flush=True)
+    if shifted:
+        print(
+            f"shift: {SHIPPED}, the agent better after {settings.rounds // 2} rounds "
+            f"(α moves from {target} to {better})"
+        )
+        before = results["before"]
+        for index, name in enumerate(("midway", "end")):
+            at_target = change([m.at[target] for m in before], [s[index].at[target] for s in shifted])
+            at_better = change([m.at[better] for m in before], [s[index].at[better] for s in shifted])
+            print(f"  {name:6s} new at {target} {at_target} | new at {better} {at_better}")
+        moved = change([s[0].at[better] for s in shifted], [s[1].at[better] for s in shifted])
+        print(f"  end against midway: new at {better} {moved}")
     print(f"total {time.perf_counter() - started:.0f} s")
 
 

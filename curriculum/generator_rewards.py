@@ -69,6 +69,13 @@ def in_band(p_hat: float, params: CurriculumParams) -> bool:
     return abs(p_hat - params.alpha) <= params.k_min + 1e-12
 
 
+def near_band(p_hat: float, alpha: float, margin: float) -> bool:
+    """Whether a first p̂ is close enough to α that more rollouts should decide the band: with 8 rollouts the band
+    ±0.1 admits only p̂ = 4/8, which a task solved 80% of the time reaches 5% of the time, so easy tasks outnumber the
+    target among those admitted unless their p̂ is estimated again."""
+    return abs(p_hat - alpha) <= margin + 1e-12
+
+
 def rwr_weights(rewards: Sequence[float], params: CurriculumParams) -> list[float]:
     """RWR weights w_i ∝ exp(λ R_env,i) (Alg. 1), normalised to mean 1 so the loss scale stays put."""
     if not rewards:
