@@ -92,6 +92,26 @@ def abstention_tasks(
     return list(built.values())
 
 
+EDGE = (0.2, 0.8)
+"""The agent's edge: tasks it solves between 20% and 80% of the time, whose GRPO groups most often differ."""
+EASY = 0.85
+"""A D_train task the agent solved at least this often when last seen is an easy replay."""
+EASY_DRAW_WEIGHT = 0.25
+"""An easy replay's weight in the draw of D_train (every other task weighs 1): drawn less, never excluded."""
+
+
+def replay_order(task_ids: Sequence[str], last_success: Mapping[str, float], rng: random.Random) -> list[str]:
+    """D_train in the order a generation draws it: a seeded weighted shuffle (Efraimidis and Spirakis: key u^(1/w),
+    largest first) in which an easy replay weighs EASY_DRAW_WEIGHT, so pool groups the agent always solves, which carry
+    no GRPO signal, stop filling the batch's draws."""
+
+    def weight(task_id: str) -> float:
+        return EASY_DRAW_WEIGHT if last_success.get(task_id, 0.0) >= EASY else 1.0
+
+    keys = {task_id: rng.random() ** (1.0 / weight(task_id)) for task_id in task_ids}
+    return sorted(task_ids, key=lambda task_id: -keys[task_id])
+
+
 @dataclass(frozen=True)
 class Group:
     """One rolled-out GRPO group: where its task came from, whether the task's answer is to abstain, its rewards."""
@@ -100,6 +120,12 @@ class Group:
     """fresh (this generation's simulator task), pool (a D_train draw) or abstention (built by construction)."""
     abstains: bool
     rewards: tuple[float, ...]
+    success: float | None = None
+    """The share of ALL the task's answers this generation that were solved (a fresh task's p̂ rollouts too)."""
+
+    @property
+    def at_edge(self) -> bool:
+        return self.success is not None and EDGE[0] <= self.success <= EDGE[1]
 
     @property
     def kind(self) -> str:

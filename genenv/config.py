@@ -190,6 +190,16 @@ class GenEnvConfig:
         "±0.1 band 37.5% of the time; with 8, 27% (p̂ = 0.5 only) but p̂ is resolved to 1/8.",
         within="[0, inf)",
     )
+    p_hat_confirm_rollouts: int = _f(
+        0,
+        "More agent rollouts for a fresh task whose first p̂ lies within p_hat_confirm_margin of α; its p̂ is then read "
+        "over all of them, so the α band is decided where it matters and easy tasks stop slipping into D_env on noise "
+        "(bench/steering.py). 0: one estimate.",
+        within="[0, inf)",
+    )
+    p_hat_confirm_margin: float = _f(
+        0.25, "How near α a first p̂ must be to earn p_hat_confirm_rollouts more rollouts.", within="[0, 1]"
+    )
     solved_threshold: float = _f(0.5, "A trajectory counts as solved when R_agent >= this.", within="(0, 1]")
     agent_wrong_call_reward: float = _f(
         0.0,

@@ -35,6 +35,7 @@ def generation_metrics(ref: GenerationRef, stage_seconds: dict[str, float]) -> d
     trajectories = warehouse.read("trajectories", run_id=ref.run_id, generation=g)
     batches = warehouse.read("batches", run_id=ref.run_id, generation=g)
     training = warehouse.read("training", run_id=ref.run_id, generation=g)
+    d_env = warehouse.read("pool", run_id=ref.run_id, pool="env").filter(pl.col("generation") <= g)
     domain = ref.domain  # built on each access: once here
     ids = sorted(set(tasks.filter(valid=True)["task_id"]) | set(trajectories["task_id"]))
     abstaining = _abstaining_tasks(ref, domain, ids) if isinstance(domain, AbstainingDomain) else None
@@ -73,7 +74,8 @@ def generation_metrics(ref: GenerationRef, stage_seconds: dict[str, float]) -> d
         "simulator_loss": last_loss("simulator"),
         **_simulator_update(training.filter(role="simulator").filter(pl.col("phase") != "warm_start"), ref.config),
         "d_train": len(pool_ids(ref, "train", g)),
-        "d_env": len(pool_ids(ref, "env", g)),
+        "d_env": d_env.height,
+        "d_env_added": d_env.filter(generation=g).height,
         "stage_seconds": stage_seconds,
     }
 
@@ -109,6 +111,9 @@ def _groups(ref: GenerationRef) -> dict[str, Any]:
         "zero_spread_drawn": round(batch.zero_spread_drawn, 4),
         "drawn_kinds": batch.kinds(batch.drawn),
         "trained_kinds": batch.kinds(batch.trained),
+        "trained_at_edge": round(sum(batch.drawn[i].at_edge for i in batch.trained) / len(batch.trained), 4)
+        if batch.trained
+        else None,
         "batch_short": {"calls": missing[0], "abstentions": missing[1]},
     }
 
@@ -158,7 +163,7 @@ def summary_line(generation: int, m: dict[str, Any]) -> str:
         lacking = f", short {short['calls']} calls {short['abstentions']} []" if any(short.values()) else ""
         groups = (
             f" | GRPO groups {m['groups_trained']} of {m['groups_drawn']} ({fmt(m['zero_spread_drawn'])} equal; "
-            f"{kinds}{lacking})"
+            f"{kinds}{lacking}; at the edge {fmt(m.get('trained_at_edge'))})"
         )
     abstained = ""
     if m.get("abstained_heldout") is not None:
@@ -172,7 +177,8 @@ def summary_line(generation: int, m: dict[str, Any]) -> str:
         f"probe before update {fmt(m['probe_before'])} "
         f"after {fmt(m['probe_after'])} | loss agent {fmt(m['agent_loss'], False)} "
         f"simulator {fmt(m['simulator_loss'], False)} | simulator {m.get('simulator_records', 0)} records "
-        f"{m.get('simulator_steps', 0)} steps | D_train {m['d_train']} D_env {m['d_env']} | {seconds}"
+        f"{m.get('simulator_steps', 0)} steps | D_train {m['d_train']} D_env {m['d_env']} "
+        f"(+{m.get('d_env_added', 0)}) | {seconds}"
     )
 
 

@@ -1,7 +1,8 @@
 """Stage 2, rollout: the agent answers each fresh valid task (p_hat_rollouts times: its p̂; the first
 rollouts_per_task are its GRPO group), plus draws of the pool D_train and of the generation's abstention tasks. These
 rollouts are generated once and feed both p̂ and the GRPO update. With dynamic sampling (DAPO), pool and abstention
-tasks are drawn again, round after round, until the groups whose rewards differ fill the intended batch."""
+tasks are drawn again, round after round, until the groups whose rewards differ fill the intended batch. A fresh task
+whose first p̂ lies near α gets p_hat_confirm_rollouts more answers, so the α band is decided on the finer estimate."""
 
 from __future__ import annotations
 
@@ -9,11 +10,12 @@ import math
 
 import polars as pl
 
+from genenv.curriculum.generator_rewards import near_band
 from genenv.curriculum.pools import (
     Group,
     abstentions_for_share,
-    draw,
     generation_rng,
+    replay_order,
     still_missing,
 )
 from genenv.domains.base import AbstainingDomain, Domain, TaskInstance
@@ -51,12 +53,30 @@ def abstains(domain: Domain, task: TaskInstance) -> bool:
 
 
 def groups_of(ref: GenerationRef, rows: pl.DataFrame, known: dict[str, TaskInstance]) -> dict[str, Group]:
-    """Each rolled-out task's GRPO group from scored rows (`reward`): its first rollouts_per_task rewards."""
-    first = rows.filter(pl.col("sample_index") < ref.config.rollouts_per_task).sort("task_id", "sample_index")
+    """Each rolled-out task's GRPO group from scored rows (`reward`): its first rollouts_per_task rewards, and the
+    share of all its answers that were solved."""
+    config = ref.config
+    success = dict(
+        rows.group_by("task_id").agg((pl.col("reward") >= config.solved_threshold).mean().alias("s")).iter_rows()
+    )
+    first = rows.filter(pl.col("sample_index") < config.rollouts_per_task).sort("task_id", "sample_index")
     return {
-        task_id: Group(group["purpose"][0], abstains(ref.domain, known[task_id]), tuple(group["reward"]))
+        task_id: Group(
+            group["purpose"][0], abstains(ref.domain, known[task_id]), tuple(group["reward"]), success[task_id]
+        )
         for (task_id,), group in first.group_by("task_id", maintain_order=True)
     }
+
+
+def last_success(ref: GenerationRef, task_ids: list[str]) -> dict[str, float]:
+    """Each task's share of solved answers in the last earlier generation that answered it as a fresh or pool task."""
+    rows = ref.warehouse.read("trajectories", run_id=ref.run_id).filter(
+        pl.col("generation") < ref.generation,
+        pl.col("purpose").is_in(["fresh", "pool"]),
+        pl.col("task_id").is_in(task_ids),
+    )
+    latest = rows.filter(pl.col("generation") == pl.col("generation").max().over("task_id"))
+    return dict(latest.group_by("task_id").agg(pl.col("solved").cast(pl.Float64).mean()).iter_rows())
 
 
 def scored(ref: GenerationRef, answers: pl.DataFrame, known: dict[str, TaskInstance]) -> pl.DataFrame:
@@ -68,14 +88,15 @@ def scored(ref: GenerationRef, answers: pl.DataFrame, known: dict[str, TaskInsta
     return answers.with_columns(reward=pl.Series(rewards, dtype=pl.Float64))
 
 
-@generation_stage(done=rollouts_staged, reads=("tasks", "pool", "generations"), gpu=True)
+@generation_stage(done=rollouts_staged, reads=("tasks", "pool", "generations", "trajectories"), gpu=True)
 def rollout(tasks: StageOutput) -> Rollouts:
     ref = tasks.ref
     config = ref.config
     known = load_tasks(ref)
     fresh = fresh_tasks(ref, known)
     pool = subset(known, pool_ids(ref, "train", ref.generation - 1))
-    pool_order = draw(list(pool.values()), len(pool), generation_rng(config.seed, ref.generation, "pool"))
+    order = replay_order(list(pool), last_success(ref, list(pool)), generation_rng(config.seed, ref.generation, "pool"))
+    pool_order = [pool[task_id] for task_id in order]
     abstention_order = sorted(fresh_tasks(ref, known, origin="abstention").values(), key=_built_index)
     target, share = call_target(ref, fresh), config.abstention_share
     backend = ref.runtime.backend(config, committed_checkpoints(ref, ref.generation - 1), reference_checkpoints(ref))
@@ -98,6 +119,7 @@ def rollout(tasks: StageOutput) -> Rollouts:
         if not work or round_ + 1 == rounds:
             break
         drawn = {purpose: drawn[purpose] + wanted[purpose] for purpose in queues}
+    answered.append(confirming(ref, backend, answered[0], known))
     rollouts = pl.concat(answered)
     probes = [(t, "probe_before") for t in probe_set(ref, fresh)]
     before = answer_tasks(ref, backend, probes, 1, greedy_sampling(config), "probe before update")
@@ -105,6 +127,34 @@ def rollout(tasks: StageOutput) -> Rollouts:
     counts = {f"{purpose}_tasks": min(drawn[purpose], len(queue)) for purpose, queue in queues.items()}
     counts["fresh_tasks"] = len(fresh)
     return Rollouts(ref, {**counts, "rollouts": rollouts.height, "rounds": len(answered)}, uri=uri)
+
+
+CONFIRM_ROUND = 1_000
+"""The confirming answers sample with the seed of this round number, apart from every dynamic-sampling round's."""
+
+
+def confirming(ref: GenerationRef, backend, first: pl.DataFrame, known: dict[str, TaskInstance]) -> pl.DataFrame:
+    """p_hat_confirm_rollouts more answers to each fresh task whose p̂ over its first answers lies within
+    p_hat_confirm_margin of α, numbered after them (outside the GRPO group): the rewards stage reads p̂ over all."""
+    config = ref.config
+    fresh = first.filter(purpose="fresh")
+    if not config.p_hat_confirm_rollouts or fresh.is_empty():
+        return first.clear()
+    p_hats = (
+        scored(ref, fresh, known)
+        .group_by("task_id", maintain_order=True)
+        .agg((pl.col("reward") >= config.solved_threshold).mean().alias("p_hat"))
+    )
+    near = [
+        (known[task_id], "fresh")
+        for task_id, p_hat in p_hats.iter_rows()
+        if near_band(p_hat, config.alpha, config.p_hat_confirm_margin)
+    ]
+    if not near:
+        return first.clear()
+    sampling = agent_sampling(config, ref.generation, CONFIRM_ROUND)
+    more = answer_tasks(ref, backend, near, config.p_hat_confirm_rollouts, sampling, "confirm p̂")
+    return more.with_columns(pl.col("sample_index") + max(config.rollouts_per_task, config.p_hat_rollouts))
 
 
 def _next(

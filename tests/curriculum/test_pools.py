@@ -6,6 +6,7 @@ from genenv.curriculum.pools import (
     Group,
     abstention_tasks,
     abstentions_for_share,
+    replay_order,
     select_groups,
     still_missing,
 )
@@ -110,3 +111,25 @@ def test_too_few_workable_draws_give_fewer_tasks_without_hanging():
     one_call = [s for s in TOOL_CALL.load_seeds() if not TOOL_CALL.is_abstention(s)][:1]
     kinds = TOOL_CALL.abstention_builders(one_call)
     assert kinds["unrelated"](random.Random(0), "x") is None and kinds["same_family"](random.Random(0), "x") is None
+
+
+def test_replays_the_agent_always_solves_are_drawn_less_but_never_dropped():
+    """replay_order: a task solved at least EASY of the time when last seen weighs EASY_DRAW_WEIGHT in the seeded
+    shuffle of D_train, so the first draws favour the rest; every task stays in the order, and one seed one order."""
+    ids = [f"t{i}" for i in range(40)]
+    last = {f"t{i}": 1.0 if i < 20 else 0.5 for i in range(30)}  # t0-t19 easy, t20-t29 at the edge, t30-t39 unseen
+    firsts = Counter()
+    for seed in range(300):
+        order = replay_order(ids, last, random.Random(seed))
+        assert sorted(order) == sorted(ids)
+        firsts.update(order[:10])
+    easy = sum(firsts[f"t{i}"] for i in range(20)) / 20
+    other = sum(firsts[f"t{i}"] for i in range(20, 40)) / 20
+    assert easy < 0.5 * other  # uniform shuffles would give equal rates
+    assert replay_order(ids, last, random.Random(1)) == replay_order(ids, last, random.Random(1))
+
+
+def test_a_group_is_at_the_edge_by_the_share_of_all_its_answers_solved():
+    assert Group("fresh", False, (1.0, 0.0, 1.0, 1.0), success=0.5).at_edge
+    assert not Group("fresh", False, (1.0, 0.0, 1.0, 1.0), success=0.875).at_edge
+    assert not Group("pool", False, (1.0, 1.0, 1.0, 1.0)).at_edge  # no estimate: not counted at the edge

@@ -11,6 +11,7 @@ import pytest
 from genenv.curriculum.batches import simulator_advantages
 from genenv.curriculum.pools import GROUP_KINDS, abstentions_for_share
 from genenv.domains.base import REPEAT
+from genenv.tasks.commit import summary_line
 from genenv.warehouse.query import query
 from genenv.warehouse.schemas import GENERATION_TABLES
 
@@ -164,6 +165,10 @@ def test_the_simulator_learns_from_each_seeds_variations(finished_run):
         metrics = json.loads(warehouse.committed(run_id).filter(generation=g)["metrics"][0])
         assert metrics["simulator_records"] == outputs
         assert metrics["simulator_steps"] == steps.filter(pl.col("seconds") > 0).height
+        env = warehouse.read("pool", run_id=run_id, pool="env")
+        assert metrics["d_env_added"] == env.filter(generation=g).height  # the summary line's D_env growth
+        assert metrics["d_env"] == env.filter(pl.col("generation") <= g).height
+        assert f"D_env {metrics['d_env']} (+{metrics['d_env_added']})" in summary_line(g, metrics)
 
 
 def test_the_update_is_measured_on_the_same_probe_tasks_before_and_after(finished_run):

@@ -177,3 +177,34 @@ def trajectory(run_id: str, generation: int, task_id: str, purpose: str, index: 
         "completion_ids": [2],
         "completion_mask": None,
     }
+
+
+@pytest.mark.parametrize("confirm", [0, 3])
+def test_fresh_tasks_near_alpha_get_more_rollouts_numbered_after_their_first(tmp_path, tiny_model_dir, confirm):
+    """p_hat_confirm_rollouts: a fresh task whose first p̂ lies within p_hat_confirm_margin of α is answered again
+    (outside its GRPO group), so the rewards stage reads p̂ over all its answers; a task far from α is not."""
+    from genenv.models.policy import LoraSettings, PolicyPair
+    from genenv.models.transformers_backend import TransformersBackend
+    from genenv.tasks.answers import ANSWER_SCHEMA
+    from genenv.tasks.rollout import confirming
+
+    ref = _run(tmp_path, domain="arithmetic", model=str(tiny_model_dir), p_hat_rollouts=4, rollouts_per_task=2,
+               p_hat_confirm_rollouts=confirm, p_hat_confirm_margin=0.25)  # fmt: skip
+    seeds = get_domain("arithmetic").load_seeds()[:3]
+    solved_of = {seeds[0].task_id: 2, seeds[1].task_id: 4, seeds[2].task_id: 1}  # p̂ 0.5, 1.0, 0.25
+    first = pl.DataFrame(
+        [
+            {"task_id": t.task_id, "purpose": "fresh", "sample_index": k, "finished": True,
+             "completion": f"Answer: {t.answer if k < solved_of[t.task_id] else 'x'}", "prompt_ids": [1],
+             "completion_ids": [2], "completion_mask": None}
+            for t in seeds
+            for k in range(4)
+        ],
+        schema=ANSWER_SCHEMA,
+    )  # fmt: skip
+    backend = TransformersBackend(PolicyPair.load(tiny_model_dir, LoraSettings(r=4, alpha=8)))
+    more = confirming(ref, backend, first, {t.task_id: t for t in seeds})
+    expected = {seeds[0].task_id, seeds[2].task_id} if confirm else set()
+    assert set(more["task_id"]) == expected
+    assert more.height == confirm * len(expected)
+    assert set(more["sample_index"]) == set(range(4, 4 + confirm))
