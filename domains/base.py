@@ -198,6 +198,14 @@ whose means it offers, or None when its draw does not work."""
 
 
 @runtime_checkable
+class DescribedDifficulty(Domain, Protocol):
+    """A domain that says what makes its tasks harder part by part (tool_call: calls, arguments, optional ones,
+    distractors, values to infer); its `difficulty` is their sum, and each generation's metrics keep every part."""
+
+    def difficulty_parts(self, task: TaskInstance) -> dict[str, float]: ...
+
+
+@runtime_checkable
 class AbstainingDomain(Domain, Protocol):
     """A domain where the right answer can be to do nothing (tool_call: `[]` when no offered function fits), which
     the agent unlearns unless the curriculum keeps asking for it: abstention tasks are then built by construction."""

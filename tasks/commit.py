@@ -15,7 +15,7 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from genenv.config import GenEnvConfig
 from genenv.curriculum.pools import still_missing
-from genenv.domains.base import AbstainingDomain, Domain
+from genenv.domains.base import AbstainingDomain, DescribedDifficulty, Domain, TaskInstance
 from genenv.evaluation.bootstrap import bootstrap_mean
 from genenv.tasks.artifacts import artifact_key, curriculum_trend, loss_curves, p_hat_histogram, summary_rows
 from genenv.tasks.context import GenerationRef, load_tasks, pool_ids
@@ -37,8 +37,9 @@ def generation_metrics(ref: GenerationRef, stage_seconds: dict[str, float]) -> d
     training = warehouse.read("training", run_id=ref.run_id, generation=g)
     d_env = warehouse.read("pool", run_id=ref.run_id, pool="env").filter(pl.col("generation") <= g)
     domain = ref.domain  # built on each access: once here
-    ids = sorted(set(tasks.filter(valid=True)["task_id"]) | set(trajectories["task_id"]))
-    abstaining = _abstaining_tasks(ref, domain, ids) if isinstance(domain, AbstainingDomain) else None
+    written = tasks.filter(valid=True)["task_id"].to_list()
+    known = load_tasks(ref, sorted(set(written) | set(trajectories["task_id"])))
+    abstaining = _abstaining_tasks(domain, known) if isinstance(domain, AbstainingDomain) else None
 
     def by(purpose: str) -> pl.DataFrame:
         return trajectories.filter(purpose=purpose)
@@ -59,6 +60,7 @@ def generation_metrics(ref: GenerationRef, stage_seconds: dict[str, float]) -> d
         "band_share": _mean(scored["in_band"]),
         "mean_distance_to_alpha": _mean((scored["p_hat"] - ref.config.alpha).abs()),
         "simulator_abstain_share": _abstaining_share(tasks.filter(valid=True), abstaining),
+        **_difficulty(domain, [known[i] for i in written]),
         "fresh_success": _mean(by("fresh")["solved"]),
         "pool_success": _mean(by("pool")["solved"]),
         "abstention_success": _mean(by("abstention")["solved"]),
@@ -122,9 +124,20 @@ ABSTAINED_PURPOSES = ("fresh", "probe_before", "probe_after", "heldout")
 """The answers whose abstentions on tasks that ask for an action are counted (the `[]` share of BFCL's calls)."""
 
 
-def _abstaining_tasks(ref: GenerationRef, domain: AbstainingDomain, task_ids: list[str]) -> set[str]:
-    """The ids among `task_ids` whose answer is to abstain: one read of the tasks for every measure that needs it."""
-    return {i for i, task in load_tasks(ref, task_ids).items() if domain.is_abstention(task)}
+def _abstaining_tasks(domain: AbstainingDomain, known: dict[str, TaskInstance]) -> set[str]:
+    """The ids among `known` whose answer is to abstain: one read of the tasks for every measure that needs it."""
+    return {i for i, task in known.items() if domain.is_abstention(task)}
+
+
+def _difficulty(domain: Domain, tasks: list[TaskInstance]) -> dict[str, Any]:
+    """The mean difficulty of the simulator's valid tasks, and of each part where the domain describes them."""
+    if not tasks:
+        return {"mean_difficulty": None, "difficulty_parts": None}
+    parts = None
+    if isinstance(domain, DescribedDifficulty):
+        described = [domain.difficulty_parts(t) for t in tasks]
+        parts = {name: round(sum(d[name] for d in described) / len(tasks), 3) for name in described[0]}
+    return {"mean_difficulty": round(sum(map(domain.difficulty, tasks)) / len(tasks), 3), "difficulty_parts": parts}
 
 
 def _abstaining_share(tasks: pl.DataFrame, abstaining: set[str] | None) -> float | None:

@@ -19,6 +19,7 @@ from genenv.domains.base import AbstentionBuilder, Candidate, Messages, TaskInst
 from genenv.domains.tool_call import abstention, grounding, prompts
 from genenv.domains.tool_call.calls import Call, ParseError, canonical_calls, format_calls, parse_calls
 from genenv.domains.tool_call.checker import check, decode, possible_answers
+from genenv.domains.tool_call.difficulty import difficulty_parts
 from genenv.domains.tool_call.schema import schema_error
 
 PARSE_REJECT_REASONS = ("empty", "too_long", "truncated", "missing_request", "missing_answer", "unparseable_answer")
@@ -176,9 +177,12 @@ class ToolCallDomain:
         return [(self.agent_messages(task), task.answer)]
 
     def difficulty(self, task: TaskInstance) -> float:
-        """Calls plus argument values: "more arguments or values to infer" is what the simulator is asked for to
-        make a task harder; an abstention is 0."""
-        return float(sum(1 + len(call.arguments) for call in parse_calls(task.answer)))
+        """The sum of `difficulty_parts`: calls, argument values, optional ones, offered functions not called and
+        values to infer, what the simulator is asked for to make a task harder."""
+        return sum(self.difficulty_parts(task).values())
+
+    def difficulty_parts(self, task: TaskInstance) -> dict[str, float]:
+        return difficulty_parts(task)
 
     def is_abstention(self, task: TaskInstance) -> bool:
         return not parse_calls(task.answer)

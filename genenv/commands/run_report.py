@@ -15,6 +15,7 @@ COLUMNS = (
     ("valid tasks", "valid_rate", True),
     ("mean p̂", "mean_p_hat", False),
     ("in α band", "band_share", True),
+    ("task difficulty", "mean_difficulty", False),
     ("agent fresh", "fresh_success", True),
     ("agent abstention", "abstention_success", True),
     ("probe before", "probe_before", True),
@@ -80,10 +81,13 @@ def _heldout_sentence(first: Generation, last: Generation) -> str:
 
 def write_report(path: Path, run_id: str, generations: list[Generation]) -> Path:
     """A markdown page of the run's per-generation metrics, one row a generation."""
-    header = ["generation", *(name for name, _, _ in COLUMNS), "held-out [95% interval] of n", "stage seconds"]
+    header = ["generation", *(name for name, _, _ in COLUMNS), "difficulty by part", "held-out [95% interval] of n"]
+    header.append("stage seconds")
     rows = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for g in generations:
         cells = [str(g.number), *(_cell(g.metrics.get(key), kind) for _, key, kind in COLUMNS)]
+        parts = g.metrics.get("difficulty_parts") or {}
+        cells.append(" ".join(f"{name} {value:.2f}" for name, value in parts.items()) or "-")
         cells.append(_with_interval(g.metrics) if g.metrics.get("heldout_ci") else "-")
         cells.append(str(round(sum((g.metrics.get("stage_seconds") or {}).values()))))
         rows.append("| " + " | ".join(cells) + " |")
@@ -91,8 +95,10 @@ def write_report(path: Path, run_id: str, generations: list[Generation]) -> Path
         f"# Run {run_id}: dynamics per generation",
         "",
         "Generation 0 is the warm start. p̂ is the agent's success rate on a generated task from its rollouts, the α "
-        "band where the simulator is rewarded most; the probe is the agent's greedy reward on a fixed sample of the "
-        "generation's fresh tasks, before and after its update. The same numbers: `genenv show RUN`, and SQL over "
+        "band where the simulator is rewarded most; task difficulty is the mean of the domain's difficulty over the "
+        "simulator's valid tasks (tool_call: calls, arguments, optional ones, distractors, values to infer), by part "
+        "where the domain describes them; the probe is the agent's greedy reward on a fixed sample of the generation's "
+        "fresh tasks, before and after its update. The same numbers: `genenv show RUN`, and SQL over "
         "the `generations` table (`metrics`).",
         "",
         *rows,

@@ -19,6 +19,8 @@ DEMO = [  # a demo run's metrics: the warm start, then two generations
             "heldout_n": 32,
             "valid_rate": 0.4583,
             "mean_p_hat": 0.5,
+            "mean_difficulty": 4.25,
+            "difficulty_parts": {"calls": 1.0, "arguments": 2.0, "optional": 0.25, "distractors": 1.0, "inferred": 0.0},
             "stage_seconds": {"generate": 20.4, "rollout": 30},
         },
     ),
@@ -65,3 +67,8 @@ def test_the_dynamics_report_has_a_row_per_generation(tmp_path: Path) -> None:
     rows = [line for line in lines if line.startswith("| ") and not line.startswith("| generation")]
     assert [row.split(" | ")[0] for row in rows] == ["| 0", "| 1", "| 2"]
     assert rows[1].split(" | ")[1:3] == ["46%", "0.500"] and rows[1].endswith("| 25% [12%, 41%] of 32 | 50 |")
+    # which part of the tasks' difficulty the curriculum moved, generation by generation
+    assert (
+        "| 4.250 |" in rows[1]
+        and "| calls 1.00 arguments 2.00 optional 0.25 distractors 1.00 inferred 0.00 |" in rows[1]
+    )

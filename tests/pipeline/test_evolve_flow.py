@@ -135,6 +135,11 @@ def test_both_models_trained_every_generation(finished_run):
         spread = set(rewards.filter(pl.col("distinct") > 1)["task_id"])
         metrics = json.loads(warehouse.committed(run_id).filter(generation=g)["metrics"][0])
         assert metrics["groups_drawn"] == groups["task_id"].n_unique() and metrics["groups_trained"] <= len(spread)
+        solved = groups.group_by("task_id").agg((pl.col("reward") >= config.solved_threshold).mean().alias("s"))
+        at_edge = solved.filter(pl.col("s").is_between(0.2, 0.8))["task_id"].n_unique()
+        if metrics["groups_trained"]:  # the trained groups' share at the agent's edge, all their answers counted
+            assert metrics["trained_at_edge"] * metrics["groups_trained"] <= at_edge + 1e-9
+            assert f"at the edge {100 * metrics['trained_at_edge']:.0f}%" in summary_line(g, metrics)
         rows = metrics["groups_trained"] * config.rollouts_per_task  # dynamic sampling: groups whose rewards differ
         steps = max(config.agent_epochs * math.ceil(rows / config.agent_minibatch_size), 1)  # none: one skipped
         assert grpo.height == steps and set(grpo["phase"]) <= {"grpo"}

@@ -53,10 +53,32 @@ def test_the_hint_shown_fits_the_pair(difference: float, hint: str):
         assert hint in difficulty_hint(rate, 0.5, 0.1, DIFFICULTY)
 
 
-def test_tool_call_difficulty_counts_calls_and_arguments():
-    assert TOOL_CALL.difficulty(_task("x", "a", "[]")) == 0
-    assert TOOL_CALL.difficulty(_task("x", "a", '[f(a=1, b="x")]')) == 3
-    assert TOOL_CALL.difficulty(_task("x", "a", "[f(a=1), g(b=2)]")) == 4
+def test_tool_call_difficulty_is_the_sum_of_the_parts_the_simulator_is_asked_to_raise():
+    """Calls, argument values, optional ones, offered functions not called, values the request does not state as
+    themselves (a boolean; an enum named another way): the warm start pairs seeds by their sum."""
+    weather = {
+        "name": "weather.forecast",
+        "description": "Forecast for a city.",
+        "parameters": {
+            "type": "dict",
+            "properties": {
+                "city": {"type": "string"},
+                "days": {"type": "integer"},
+                "metric": {"type": "boolean"},
+            },
+            "required": ["city"],
+        },
+    }
+    news = {"name": "news.headlines", "description": "Headlines.", "parameters": {"type": "dict", "properties": {}}}
+    spec = {"functions": [weather, news], "question": "What's the weather in Oslo for 3 days, in Celsius?"}
+    task = TaskInstance("t", spec, '[weather.forecast(city="Oslo", days=3, metric=True)]', family="weather")
+    parts = TOOL_CALL.difficulty_parts(task)
+    assert parts == {"calls": 1, "arguments": 3, "optional": 2, "distractors": 1, "inferred": 1}
+    assert TOOL_CALL.difficulty(task) == 8
+    abstain = TaskInstance("a", spec, "[]", family="weather")
+    assert TOOL_CALL.difficulty_parts(abstain) == {
+        "calls": 0, "arguments": 0, "optional": 0, "distractors": 2, "inferred": 0
+    }  # fmt: skip
 
 
 def test_text_games_pair_with_games_of_the_same_size_and_quest():
