@@ -1,5 +1,7 @@
 """GRPO on stored rollouts as TRL runs it: group-normalised advantages, the PPO-clipped token loss with
-TRL's "dapo" normalisation, and a k3 KL penalty to the role's reference adapter (its generation-0 adapter)."""
+TRL's "dapo" normalisation, and a k3 KL penalty to the role's reference adapter (its generation-0 adapter): TRL
+1.16's GRPOTrainer loss with use_bias_correction_kl=False, checked on a stored batch by
+tests/models/test_grpo_trl_parity.py (loss and LoRA gradients, every intended difference listed there)."""
 
 from __future__ import annotations
 
