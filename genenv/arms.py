@@ -51,6 +51,8 @@ GENERATION_ZERO_NEUTRAL = frozenset(
         "simulator_top_p",
         "rollouts_per_task",
         "p_hat_rollouts",
+        "p_hat_confirm_rollouts",
+        "p_hat_confirm_margin",
         "pool_tasks_per_generation",
         "agent_temperature",
         "agent_top_p",
@@ -77,6 +79,7 @@ GENERATION_ZERO_NEUTRAL = frozenset(
         "simulator_kl_coef",
         "simulator_epochs",
         "simulator_minibatch_size",
+        "simulator_clip_epsilon",
         "simulator_max_records",
     }
 )

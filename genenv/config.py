@@ -290,6 +290,9 @@ class GenEnvConfig:
         1, "Simulator passes over its records: this generation's outputs (GRPO) or D_env's (RWR).", within="[0, inf)"
     )
     simulator_minibatch_size: int = _f(8, "Simulator outputs per GRPO optimizer step.", within="[1, inf)")
+    simulator_clip_epsilon: float = _f(
+        0.2, "Simulator GRPO clip ε of the ratio to the sampling policy (agent_clip_epsilon's twin).", within="(0, 1)"
+    )
     simulator_max_records: int = _f(
         64, "RWR: cap on D_env records the simulator trains on per generation.", within="[1, inf)"
     )

@@ -77,6 +77,7 @@ def grpo_simulator(ref: GenerationRef, policy: Trainee) -> list[dict]:
             kl_coef=config.simulator_kl_coef,
             epochs=config.simulator_epochs,
             minibatch_size=config.simulator_minibatch_size,
+            clip_epsilon=config.simulator_clip_epsilon,
             micro_batch_size=config.train_batch_size,
             seed=update_seed(config.seed, ref.generation),
             temperature=simulator_sampling(config, ref.generation).logprob_temperature,

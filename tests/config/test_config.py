@@ -178,8 +178,8 @@ def test_replace_takes_typed_values_without_a_text_round_trip():
 def test_the_config_hash_of_runs_already_stored_is_unchanged():
     """Runs resume and are compared by these hashes: the default config's and configs/laptop.yaml's, as they were
     before the hash flag moved into the fields' metadata. A new field that shapes results changes them on purpose."""
-    assert GenEnvConfig().hash() == "acf16b8466e33019"  # p_hat_confirm_rollouts and its margin added
-    assert load_config(REPO / "configs" / "laptop.yaml").hash() == "6a691af9ffb6f264"
+    assert GenEnvConfig().hash() == "4000f224c4289212"  # p_hat_confirm_*, simulator_clip_epsilon added
+    assert load_config(REPO / "configs" / "laptop.yaml").hash() == "baba79f887143b03"
 
 
 def test_the_fields_outside_the_hash_are_where_and_under_which_name_results_are_made():
@@ -241,3 +241,11 @@ def test_entry_points_check_a_config_with_one_call_validate():
         for alias in (node.names if isinstance(node, ast.Import) else [ast.alias(node.module or "")])
     }
     assert not imported & {"socket", "os", "tempfile", "importlib"}
+
+
+def test_the_agent_and_the_simulator_have_the_same_update_settings():
+    """Each GRPO setting of the agent has its simulator twin (the simulator's clip range was once a silent 0.2)."""
+    settings = ("lr", "kl_coef", "epochs", "minibatch_size", "clip_epsilon")
+    for role in ("agent", "simulator"):
+        assert all(f"{role}_{name}" in FIELDS for name in settings), role
+    assert GenEnvConfig().simulator_clip_epsilon == GenEnvConfig().agent_clip_epsilon == 0.2
