@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 BENCH = REPO / "bench"
 ELSEWHERE = {"steering.py", "gpu_smoke.py", "steering_probe.py", "mean_of_categories.py"}
 """Scripts whose checks live elsewhere (see the module docstring)."""
-OWN_PROCESS = {"onednn_cache.py", "scale_out.py", "shape_buckets.py"}
+OWN_PROCESS = {"contention.py", "onednn_cache.py", "scale_out.py", "shape_buckets.py"}
 """Scripts that start processes or a Ray cluster: a process of their own."""
 SLOW = {"onednn_cache.py", "scale_out.py", "stage_overhead.py", "sampling_spread.py"}
 """A flow run on the tiny model, or a Ray cluster: with the slow tests."""
@@ -33,6 +33,7 @@ MODEL = ["--smoke", "--model", "{model}"]
 SCRIPTS: dict[str, tuple[list[str], str]] = {
     "answer_check.py": ([], r"^after the answer check: \d+ kept"),
     "attention_kernels.py": (["--smoke"], r"^\s+2\s+1\s+8\s+[\d.]+\s+[\d.]+\s+[\d.]+x"),
+    "contention.py": (MODEL, r"^default\s+alone [\d.]+ s \(1\.00x\) \| nice0 [\d.]+ s \([\d.]+x\)$"),
     "continuous_batching.py": (MODEL, r"rows joining alone [\d.]+x; identical greedy answers to whole batches \d/2"),
     "cpu_kernels.py": (MODEL, r"^bfloat16\s+plain layers\s+prefill\s+\d+ tokens/s"),
     "decode_step.py": (MODEL, r"^\s+2\s+[\d.]+\s+\d+\s+[\d.]+ \(\s*\d+\)"),

@@ -1,0 +1,134 @@
+"""How much slower is our fixed work beside a busy core? The same work (a sampled decode of the agent's answers to
+`--prompts` questions, then one GRPO step on them, then a greedy scoring pass over `--scored` prompts, in a fresh
+process each time) runs alone and beside a neighbour that spins on one core (`taskset -c 1 nice -n N python -c
+"while True: pass"`) at nice 10 and at nice 0, for each thread setting asked for; each setting runs in its own
+process because OpenMP reads its environment when it starts.
+
+    python bench/contention.py [--settings default,passive,spin10k,one-thread] [--prompts 32] [--scored 32]
+        [--beside alone,nice10,nice0] [--repeats 1] [--smoke --model DIR]
+
+Settings (environment of the worker process): default (nothing set); passive (OMP_WAIT_POLICY=PASSIVE: threads
+sleep at once between parallel regions); spin10k (GOMP_SPINCOUNT=10000: libgomp's threads spin 30x less than its
+default 300000 before sleeping); one-thread (OMP_NUM_THREADS=1). Prints each run's seconds by phase and each
+setting's ratio to the default alone: with a neighbour at nice 10 the free cycles are about 1.9 cores, at nice 0
+about 1.5 (the neighbour gets half of its core), so ratios near 1.05 and 1.33 are what the cycles allow.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from options import add_model_options, base_model, parsed  # bench/ is the script's folder
+
+SETTINGS = {
+    "default": {},
+    "passive": {"OMP_WAIT_POLICY": "PASSIVE"},
+    "spin10k": {"GOMP_SPINCOUNT": "10000"},
+    "one-thread": {"OMP_NUM_THREADS": "1"},
+}
+NEIGHBOURS = {"alone": None, "nice10": 10, "nice0": 0}
+QUESTIONS = [
+    "What is the capital of France?", "Name a primary color.", "What is 12 times 7?", "Give a synonym for happy.",
+    "Which planet is closest to the sun?", "What does a thermometer measure?", "Who wrote Romeo and Juliet?",
+    "How many days are in a leap year?",
+]  # fmt: skip
+
+
+def work(model: Path, prompts: int, scored: int, tokens: int, precision: str) -> dict[str, float]:
+    """The fixed work, timed by phase: decode (sampled), a GRPO step on those answers, a greedy scoring pass."""
+    from genenv.models.grpo import GroupSample, grpo_update
+    from genenv.models.policy import LoraSettings, PolicyPair
+    from genenv.models.sampling import SamplingSettings
+    from genenv.models.transformers_backend import TransformersBackend
+
+    policy = PolicyPair.load(model, LoraSettings(), precision=precision)
+    backend = TransformersBackend(policy)
+    ask = [[{"role": "user", "content": f"{QUESTIONS[i % len(QUESTIONS)]} ({i})"}] for i in range(max(prompts, scored))]
+    seconds = {}
+    started = time.perf_counter()
+    answers = backend.generate("agent", ask[:prompts], SamplingSettings(tokens, 1.0, 1.0, seed=0))
+    seconds["decode"] = time.perf_counter() - started
+    samples = [
+        GroupSample(a.prompt_ids, a.completion_ids, float(i % 2), group=str(i // 4)) for i, a in enumerate(answers)
+    ]
+    started = time.perf_counter()
+    grpo_update(policy, "agent", samples, lr=1e-5, kl_coef=0.0, minibatch_size=len(samples), micro_batch_size=8)
+    seconds["grpo step"] = time.perf_counter() - started
+    started = time.perf_counter()
+    backend.generate("agent", ask[:scored], SamplingSettings(tokens, 0.0))
+    seconds["scoring"] = time.perf_counter() - started
+    return seconds
+
+
+def neighbour(niceness: int | None) -> subprocess.Popen | None:
+    """A process spinning on core 1 at `niceness`, in its own process group (stopped by its id)."""
+    if niceness is None:
+        return None
+    spin = [sys.executable, "-c", "while True: pass"]
+    command = ["taskset", "-c", "1", "nice", "-n", str(niceness), *spin]
+    return subprocess.Popen(command, start_new_session=True)
+
+
+def timed_run(args: argparse.Namespace, setting: str, niceness: int | None) -> dict[str, float]:
+    """One worker process with `setting`'s environment, beside the neighbour at `niceness` (None: alone)."""
+    env = {k: v for k, v in os.environ.items() if k not in {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OMP_NUM_THREADS"}}
+    env |= SETTINGS[setting]
+    command = [sys.executable, __file__, "--worker", "--model", str(base_model(args)), "--prompts", str(args.prompts),
+               "--scored", str(args.scored), "--tokens", str(args.tokens), "--precision", args.precision]  # fmt: skip
+    spinning = neighbour(niceness)
+    try:
+        time.sleep(0.5 if spinning else 0)  # the neighbour is running before the work starts
+        started = time.perf_counter()
+        done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+        total = time.perf_counter() - started
+    finally:
+        if spinning is not None:
+            os.killpg(spinning.pid, 15)
+            spinning.wait()
+    return {**json.loads(done.stdout.strip().splitlines()[-1]), "total": total}
+
+
+def main() -> None:
+    parser = add_model_options(argparse.ArgumentParser(description=__doc__.split("\n\n")[0]))
+    parser.add_argument("--settings", default=",".join(SETTINGS), help=f"any of {','.join(SETTINGS)}")
+    parser.add_argument("--prompts", type=int, default=32)
+    parser.add_argument("--scored", type=int, default=32)
+    parser.add_argument("--tokens", type=int, default=48)
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--beside", default=",".join(NEIGHBOURS), help=f"any of {','.join(NEIGHBOURS)}")
+    parser.add_argument("--precision", default="bfloat16", choices=("bfloat16", "float32"))
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = parsed(
+        parser, settings="default", beside="alone,nice0", prompts=2, scored=2, tokens=4, repeats=1, precision="float32"
+    )
+    if args.worker:
+        print(json.dumps(work(args.model, args.prompts, args.scored, args.tokens, args.precision)))
+        return
+    settings, beside = args.settings.split(","), args.beside.split(",")
+    unknown = (set(settings) - set(SETTINGS)) | (set(beside) - set(NEIGHBOURS))
+    if unknown or beside[0] != "alone":
+        parser.error(f"settings from {', '.join(SETTINGS)}; --beside from {', '.join(NEIGHBOURS)}, alone first")
+    runs: dict[tuple[str, str], list[float]] = {}
+    for repeat in range(args.repeats):
+        for setting in settings:  # interleaved, so a drift of the machine's speed hits every cell alike
+            for where in beside:
+                seconds = timed_run(args, setting, NEIGHBOURS[where])
+                runs.setdefault((setting, where), []).append(seconds["total"])
+                phases = " ".join(f"{k} {v:.1f}" for k, v in seconds.items())
+                print(f"round {repeat} {setting:10s} {where:8s} {phases}", flush=True)
+    baseline = min(runs[(settings[0], "alone")])
+    print(f"best total seconds, and its ratio to {settings[0]} alone ({baseline:.1f} s):")
+    for setting in settings:
+        cells = [f"{where} {min(runs[(setting, where)]):.1f} s ({min(runs[(setting, where)]) / baseline:.2f}x)"
+                 for where in beside]  # fmt: skip
+        print(f"{setting:10s} " + " | ".join(cells))
+
+
+if __name__ == "__main__":
+    main()
