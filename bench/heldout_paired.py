@@ -14,6 +14,7 @@ import random
 import polars as pl
 from options import add_smoke_option, parsed  # bench/ is the script's folder
 
+from genenv.warehouse.purposes import Purpose
 from genenv.warehouse.store import Warehouse
 
 
@@ -25,7 +26,7 @@ def main() -> None:
     parser.add_argument("--resamples", type=int, default=10_000)
     args = parsed(add_smoke_option(parser), resamples=200)
     warehouse = Warehouse(args.warehouse)
-    heldout = warehouse.read("trajectories").filter(purpose="heldout")
+    heldout = warehouse.read("trajectories").filter(purpose=Purpose.HELDOUT)
     parents = dict(warehouse.read("runs").select("run_id", "parent_run_id").iter_rows())
     abstentions = set(warehouse.read("tasks").filter(pl.col("heldout") & (pl.col("answer") == "[]"))["task_id"])
 

@@ -35,6 +35,7 @@ from genenv.models.transformers_backend import TransformersBackend
 from genenv.tasks.answers import judge
 from genenv.tasks.context import task_from_row
 from genenv.warehouse.checkpoints import fetch_adapter
+from genenv.warehouse.purposes import Purpose
 from genenv.warehouse.store import Warehouse
 
 PROBE_SEED = 4242
@@ -133,7 +134,7 @@ def family_hints(warehouse: Warehouse, run_id: str, known: dict, committed: pl.D
     metrics = json.loads(committed.filter(generation=0)["metrics"][0])
     hints = {None: metrics.get("heldout_success")}
     rows = warehouse.read("trajectories", run_id=run_id, generation=1)
-    rows = rows.filter(pl.col("purpose").is_in(["fresh", "pool"]))
+    rows = rows.filter(pl.col("purpose").is_in([Purpose.FRESH, Purpose.POOL]))
     by_family: dict[str, list[float]] = {}
     for task_id, solved in rows.select("task_id", "solved").iter_rows():
         if task_id in known:

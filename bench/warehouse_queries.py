@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from options import add_smoke_option, parsed  # noqa: E402  (bench/ is the script's folder)
 
 from genenv.warehouse import schemas  # noqa: E402
+from genenv.warehouse.purposes import Purpose  # noqa: E402
 from genenv.warehouse.query import connect, query  # noqa: E402
 from genenv.warehouse.store import Warehouse  # noqa: E402
 from tests.support import synthetic_warehouse as synthetic  # noqa: E402
@@ -106,7 +107,7 @@ def pandas_answers(wh: Warehouse) -> dict[str, Callable[[], object]]:
     def unsolved_seeds():
         r = load("trajectories", ["run_id", "task_id", "purpose", "solved"])
         t = load("tasks", ["run_id", "task_id", "seed_task_id"])
-        j = r[r.purpose == "fresh"].merge(t, on=["run_id", "task_id"])
+        j = r[r.purpose == Purpose.FRESH].merge(t, on=["run_id", "task_id"])
         g = j.groupby("seed_task_id").agg(solved=("solved", "sum"), rollouts=("solved", "size"))
         return g[g.solved == 0]
 

@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+from genenv.warehouse.purposes import Purpose
+
 T = TypeVar("T")
 
 
@@ -116,8 +118,8 @@ def replay_order(task_ids: Sequence[str], last_success: Mapping[str, float], rng
 class Group:
     """One rolled-out GRPO group: where its task came from, whether the task's answer is to abstain, its rewards."""
 
-    purpose: str
-    """fresh (this generation's simulator task), pool (a D_train draw) or abstention (built by construction)."""
+    purpose: Purpose
+    """FRESH (this generation's simulator task), POOL (a D_train draw) or ABSTENTION (built by construction)."""
     abstains: bool
     rewards: tuple[float, ...]
     success: float | None = None
@@ -130,7 +132,7 @@ class Group:
     @property
     def kind(self) -> str:
         """fresh_call, fresh_abstain, pool_call, pool_abstain or constructed: what the group teaches, from where."""
-        if self.purpose == "abstention":
+        if self.purpose == Purpose.ABSTENTION:
             return "constructed"
         return f"{self.purpose}_{'abstain' if self.abstains else 'call'}"
 
@@ -174,6 +176,6 @@ def _usable(groups: Mapping[str, Group], dense: bool) -> tuple[list[str], list[s
     """Ids of the trainable groups (with `dense`, those whose rewards differ), sorted: fresh calls, other calls,
     abstaining."""
     usable = {i: g for i, g in sorted(groups.items()) if g.spread or not dense}
-    fresh = [i for i, g in usable.items() if not g.abstains and g.purpose == "fresh"]
-    pool = [i for i, g in usable.items() if not g.abstains and g.purpose != "fresh"]
+    fresh = [i for i, g in usable.items() if not g.abstains and g.purpose == Purpose.FRESH]
+    pool = [i for i, g in usable.items() if not g.abstains and g.purpose != Purpose.FRESH]
     return fresh, pool, [i for i, g in usable.items() if g.abstains]

@@ -17,6 +17,7 @@ from genenv.domains.base import Domain, Episode, MultiTurnDomain, TaskInstance, 
 from genenv.models.conversation import encode_conversation
 from genenv.models.sampling import GenerationBackend, PolicyBackend, SamplingSettings, encode_prompt
 from genenv.tasks.context import GenerationRef, load_tasks, progress_bar
+from genenv.warehouse.purposes import Purpose
 
 ANSWER_SCHEMA = pl.Schema(
     {
@@ -37,8 +38,8 @@ TURN_SEED_STRIDE = 7919
 def answer_tasks(
     ref: GenerationRef,
     backend: GenerationBackend,
-    tasks: list[tuple[TaskInstance, str]],
-    samples: int | Mapping[str, int],
+    tasks: list[tuple[TaskInstance, Purpose]],
+    samples: int | Mapping[Purpose, int],
     sampling: SamplingSettings,
     label: str,
 ) -> pl.DataFrame:
@@ -74,7 +75,7 @@ def _play_episodes(
     ref: GenerationRef,
     domain: MultiTurnDomain,
     backend: PolicyBackend,
-    work: list[tuple[TaskInstance, str, int]],
+    work: list[tuple[TaskInstance, Purpose, int]],
     sampling: SamplingSettings,
     label: str,
 ) -> pl.DataFrame:

@@ -21,6 +21,7 @@ from genenv.tasks.artifacts import artifact_key, curriculum_trend, loss_curves, 
 from genenv.tasks.context import GenerationRef, load_tasks, pool_ids
 from genenv.tasks.contract import Adapters, StageOutput, generation_stage
 from genenv.tasks.finetune import agent_batch
+from genenv.warehouse.purposes import Purpose
 from genenv.warehouse.schemas import GENERATION_TABLES
 
 
@@ -41,7 +42,7 @@ def generation_metrics(ref: GenerationRef, stage_seconds: dict[str, float]) -> d
     known = load_tasks(ref, sorted(set(written) | set(trajectories["task_id"])))
     abstaining = _abstaining_tasks(domain, known) if isinstance(domain, AbstainingDomain) else None
 
-    def by(purpose: str) -> pl.DataFrame:
+    def by(purpose: Purpose) -> pl.DataFrame:
         return trajectories.filter(purpose=purpose)
 
     def last_loss(role: str, replay: bool = False) -> float | None:
@@ -61,15 +62,15 @@ def generation_metrics(ref: GenerationRef, stage_seconds: dict[str, float]) -> d
         "mean_distance_to_alpha": _mean((scored["p_hat"] - ref.config.alpha).abs()),
         "simulator_abstain_share": _abstaining_share(tasks.filter(valid=True), abstaining),
         **_difficulty(domain, [known[i] for i in written]),
-        "fresh_success": _mean(by("fresh")["solved"]),
-        "pool_success": _mean(by("pool")["solved"]),
-        "abstention_success": _mean(by("abstention")["solved"]),
+        "fresh_success": _mean(by(Purpose.FRESH)["solved"]),
+        "pool_success": _mean(by(Purpose.POOL)["solved"]),
+        "abstention_success": _mean(by(Purpose.ABSTENTION)["solved"]),
         **_groups(ref),
         **{f"abstained_{p}": _abstained_on_calls(domain, by(p), abstaining) for p in ABSTAINED_PURPOSES},
-        "heldout_success": _mean(by("heldout")["solved"]),
-        **_heldout_interval(by("heldout")["solved"]),
-        "probe_before": _mean(by("probe_before")["reward"]),
-        "probe_after": _mean(by("probe_after")["reward"]),
+        "heldout_success": _mean(by(Purpose.HELDOUT)["solved"]),
+        **_heldout_interval(by(Purpose.HELDOUT)["solved"]),
+        "probe_before": _mean(by(Purpose.PROBE_BEFORE)["reward"]),
+        "probe_after": _mean(by(Purpose.PROBE_AFTER)["reward"]),
         "mean_completion_tokens": _mean(trajectories["completion_tokens"]),
         "agent_loss": last_loss("agent"),
         "replay_loss": last_loss("agent", replay=True),
@@ -120,7 +121,7 @@ def _groups(ref: GenerationRef) -> dict[str, Any]:
     }
 
 
-ABSTAINED_PURPOSES = ("fresh", "probe_before", "probe_after", "heldout")
+ABSTAINED_PURPOSES = (Purpose.FRESH, Purpose.PROBE_BEFORE, Purpose.PROBE_AFTER, Purpose.HELDOUT)
 """The answers whose abstentions on tasks that ask for an action are counted (the `[]` share of BFCL's calls)."""
 
 

@@ -26,8 +26,8 @@ from genenv.tasks.contract import Adapters, StageOutput, generation_stage
 from genenv.tasks.rollout import call_target, groups_of
 from genenv.tasks.simulator_update import train_simulator
 from genenv.tasks.training_log import training_rows
+from genenv.warehouse.purposes import GROUP_PURPOSES, Purpose
 
-GROUP_PURPOSES = ("fresh", "pool", "abstention")
 REPLAY_ABSTENTION_SHARE = 0.25
 
 
@@ -57,7 +57,7 @@ def agent_batch(ref: GenerationRef, rows: pl.DataFrame | None = None) -> AgentBa
     rows = _group_rows(ref) if rows is None else rows
     known = load_tasks(ref, rows["task_id"].unique().to_list())
     drawn = groups_of(ref, rows, known)
-    target = call_target(ref, {i: known[i] for i, g in drawn.items() if g.purpose == "fresh"})
+    target = call_target(ref, {i: known[i] for i, g in drawn.items() if g.purpose == Purpose.FRESH})
     rng = generation_rng(config.seed, ref.generation, "dense-groups")
     trained = select_groups(drawn, target, config.abstention_share, rng, dense=config.dynamic_sampling)
     return AgentBatch(drawn, trained, target)

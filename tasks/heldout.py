@@ -9,13 +9,14 @@ from genenv.tasks.adapter_lineage import reference_checkpoints
 from genenv.tasks.answers import answer_tasks, record_turns, trajectory_rows
 from genenv.tasks.context import fresh_tasks, greedy_sampling, load_tasks, probe_set
 from genenv.tasks.contract import Adapters, StageOutput, generation_stage
+from genenv.warehouse.purposes import Purpose
 
 
 def heldout_measured(adapters: Adapters) -> StageOutput | None:
     ref = adapters.ref
     return (
         StageOutput(ref)
-        if ref.warehouse.has_rows("trajectories", ref.run_id, ref.generation, purpose="heldout")
+        if ref.warehouse.has_rows("trajectories", ref.run_id, ref.generation, purpose=Purpose.HELDOUT)
         else None
     )
 
@@ -28,13 +29,13 @@ def evaluate_heldout(adapters: Adapters) -> StageOutput:
     ids = sorted(seeds["task_id"].to_list())
     ids = ids[: config.max_heldout] if config.max_heldout else ids
     known = load_tasks(ref)
-    work = [(known[i], "heldout") for i in ids]
+    work = [(known[i], Purpose.HELDOUT) for i in ids]
     if ref.generation > 0:
-        work += [(t, "probe_after") for t in probe_set(ref, fresh_tasks(ref, known))]
+        work += [(t, Purpose.PROBE_AFTER) for t in probe_set(ref, fresh_tasks(ref, known))]
     backend = ref.runtime.backend(config, (adapters.agent, adapters.simulator), reference_checkpoints(ref))
     answers = answer_tasks(ref, backend, work, 1, greedy_sampling(config), "held-out eval and probe")
     rows, turns = trajectory_rows(ref, answers)
     record_turns(ref, turns)
     warehouse.append("trajectories", rows)
-    heldout = [r for r in rows if r["purpose"] == "heldout"]
+    heldout = [r for r in rows if r["purpose"] == Purpose.HELDOUT]
     return StageOutput(ref, {"heldout": len(heldout), "solved": sum(r["solved"] for r in heldout)})

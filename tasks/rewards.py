@@ -19,6 +19,7 @@ from genenv.domains.base import REPEAT
 from genenv.faults import crash_point
 from genenv.tasks.context import GenerationRef, pool_ids, task_from_row, task_generation
 from genenv.tasks.contract import StageOutput, generation_stage
+from genenv.warehouse.purposes import Purpose
 
 
 def new_members(ref: GenerationRef, pool: str, candidates: Iterable[str]) -> list[str]:
@@ -40,7 +41,7 @@ def rewards(scored: StageOutput) -> StageOutput:
     ref = scored.ref
     config, warehouse = ref.config, ref.warehouse
     tasks = warehouse.read("tasks", run_id=ref.run_id, generation=task_generation(ref)).filter(origin="simulator")
-    fresh = warehouse.read("trajectories", run_id=ref.run_id, generation=ref.generation, purpose="fresh")
+    fresh = warehouse.read("trajectories", run_id=ref.run_id, generation=ref.generation, purpose=Purpose.FRESH)
     success = fresh.group_by("task_id").agg(pl.col("solved").cast(pl.Float64).mean().alias("success"))
     per_task = shared_verdicts(ref, tasks.join(success, on="task_id", how="left").sort("task_id"))
 

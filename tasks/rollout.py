@@ -33,6 +33,7 @@ from genenv.tasks.context import (
 )
 from genenv.tasks.contract import Rollouts, StageOutput, generation_stage
 from genenv.tasks.staging import read_staged, staging_path, write_staged
+from genenv.warehouse.purposes import Purpose
 
 SPREAD_GUESS = 0.5
 """A round draws the batch's shortfall over this: about half of the groups drawn show a reward spread."""
@@ -72,7 +73,7 @@ def last_success(ref: GenerationRef, task_ids: list[str]) -> dict[str, float]:
     """Each task's share of solved answers in the last earlier generation that answered it as a fresh or pool task."""
     rows = ref.warehouse.read("trajectories", run_id=ref.run_id).filter(
         pl.col("generation") < ref.generation,
-        pl.col("purpose").is_in(["fresh", "pool"]),
+        pl.col("purpose").is_in([Purpose.FRESH, Purpose.POOL]),
         pl.col("task_id").is_in(task_ids),
     )
     latest = rows.filter(pl.col("generation") == pl.col("generation").max().over("task_id"))
@@ -100,12 +101,12 @@ def rollout(tasks: StageOutput) -> Rollouts:
     abstention_order = sorted(fresh_tasks(ref, known, origin="abstention").values(), key=_built_index)
     target, share = call_target(ref, fresh), config.abstention_share
     backend = ref.runtime.backend(config, committed_checkpoints(ref, ref.generation - 1), reference_checkpoints(ref))
-    samples = {"fresh": max(config.rollouts_per_task, config.p_hat_rollouts)}
-    samples |= {"pool": config.rollouts_per_task, "abstention": config.rollouts_per_task}
+    samples = {Purpose.FRESH: max(config.rollouts_per_task, config.p_hat_rollouts)}
+    samples |= {Purpose.POOL: config.rollouts_per_task, Purpose.ABSTENTION: config.rollouts_per_task}
 
-    queues = {"pool": pool_order, "abstention": abstention_order}  # each purpose's draws, in order
-    drawn = {"pool": config.pool_tasks_per_generation, "abstention": abstentions_for_share(share, target)}
-    work = [(t, "fresh") for t in fresh.values()] + _next(queues, dict.fromkeys(queues, 0), drawn)
+    queues = {Purpose.POOL: pool_order, Purpose.ABSTENTION: abstention_order}  # each purpose's draws, in order
+    drawn = {Purpose.POOL: config.pool_tasks_per_generation, Purpose.ABSTENTION: abstentions_for_share(share, target)}
+    work = [(t, Purpose.FRESH) for t in fresh.values()] + _next(queues, dict.fromkeys(queues, 0), drawn)
     answered: list[pl.DataFrame] = []
     groups: dict[str, Group] = {}
     rounds = config.dynamic_sampling_draws if config.dynamic_sampling else 1
@@ -121,7 +122,7 @@ def rollout(tasks: StageOutput) -> Rollouts:
         drawn = {purpose: drawn[purpose] + wanted[purpose] for purpose in queues}
     answered.append(confirming(ref, backend, answered[0], known))
     rollouts = pl.concat(answered)
-    probes = [(t, "probe_before") for t in probe_set(ref, fresh)]
+    probes = [(t, Purpose.PROBE_BEFORE) for t in probe_set(ref, fresh)]
     before = answer_tasks(ref, backend, probes, 1, greedy_sampling(config), "probe before update")
     uri = write_staged(ref, "rollouts", pl.concat([rollouts, before]))
     counts = {f"{purpose}_tasks": min(drawn[purpose], len(queue)) for purpose, queue in queues.items()}
@@ -137,7 +138,7 @@ def confirming(ref: GenerationRef, backend, first: pl.DataFrame, known: dict[str
     """p_hat_confirm_rollouts more answers to each fresh task whose p̂ over its first answers lies within
     p_hat_confirm_margin of α, numbered after them (outside the GRPO group): the rewards stage reads p̂ over all."""
     config = ref.config
-    fresh = first.filter(purpose="fresh")
+    fresh = first.filter(purpose=Purpose.FRESH)
     if not config.p_hat_confirm_rollouts or fresh.is_empty():
         return first.clear()
     p_hats = (
@@ -146,7 +147,7 @@ def confirming(ref: GenerationRef, backend, first: pl.DataFrame, known: dict[str
         .agg((pl.col("reward") >= config.solved_threshold).mean().alias("p_hat"))
     )
     near = [
-        (known[task_id], "fresh")
+        (known[task_id], Purpose.FRESH)
         for task_id, p_hat in p_hats.iter_rows()
         if near_band(p_hat, config.alpha, config.p_hat_confirm_margin)
     ]
@@ -158,8 +159,8 @@ def confirming(ref: GenerationRef, backend, first: pl.DataFrame, known: dict[str
 
 
 def _next(
-    queues: dict[str, list[TaskInstance]], start: dict[str, int], count: dict[str, int]
-) -> list[tuple[TaskInstance, str]]:
+    queues: dict[Purpose, list[TaskInstance]], start: dict[Purpose, int], count: dict[Purpose, int]
+) -> list[tuple[TaskInstance, Purpose]]:
     """The next `count` tasks of each purpose's queue, from `start`: fewer where a queue runs out."""
     return [
         (t, purpose)

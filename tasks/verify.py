@@ -7,12 +7,13 @@ import polars as pl
 from genenv.tasks.answers import record_turns, trajectory_rows
 from genenv.tasks.contract import Rollouts, StageOutput, generation_stage
 from genenv.tasks.staging import read_staged
+from genenv.warehouse.purposes import Purpose
 
 
 def rollouts_scored(rollouts: Rollouts) -> StageOutput | None:
     ref = rollouts.ref
     trajectories = ref.warehouse.read("trajectories", run_id=ref.run_id, generation=ref.generation)
-    return None if trajectories.filter(pl.col("purpose") != "heldout").is_empty() else StageOutput(ref)
+    return None if trajectories.filter(pl.col("purpose") != Purpose.HELDOUT).is_empty() else StageOutput(ref)
 
 
 @generation_stage(done=rollouts_scored, reads=("tasks",), writes=("trajectories", "turns"))

@@ -11,6 +11,8 @@ from datetime import UTC, datetime
 import pandera.polars as pa
 import polars as pl
 
+from genenv.warehouse.purposes import Purpose
+
 SCHEMA_VERSION = 1
 
 
@@ -89,7 +91,7 @@ class Trajectories(_Strict):
     generation: int = pa.Field(ge=0)
     trajectory_id: str = pa.Field(unique=True)
     task_id: str
-    purpose: str = pa.Field(isin=["fresh", "pool", "abstention", "heldout", "probe_before", "probe_after"])
+    purpose: str = pa.Field(isin=[p.value for p in Purpose])
     """fresh / pool / abstention: the GRPO groups (simulator tasks, D_train draws, abstention tasks); heldout: greedy,
     on held-out seeds; probe_before / probe_after: greedy, on a fixed sample of this generation's fresh tasks, before
     and after the agent's update."""
