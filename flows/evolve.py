@@ -13,7 +13,8 @@ from genenv.flows.parameters import ConfigOverrides, override_values
 from genenv.flows.validation import validate
 from genenv.models.loading import check_base_model
 from genenv.runtime.handle import ModelRuntime, model_runtime
-from genenv.tasks.run_records import flow_run_run_id, name_flow_run, start_run, stored_config
+from genenv.tasks.run_records import flow_run_run_id, name_flow_run, stored_config
+from genenv.tasks.start_run import start_run
 from genenv.warehouse.leases import run_lease
 from genenv.warehouse.store import Warehouse
 

@@ -17,10 +17,10 @@ from genenv.config import GenEnvConfig
 from genenv.curriculum.pools import still_missing
 from genenv.domains.base import AbstainingDomain, DescribedDifficulty, Domain, TaskInstance
 from genenv.evaluation.bootstrap import bootstrap_mean
+from genenv.tasks.agent_groups import recorded_batch
 from genenv.tasks.artifacts import artifact_key, curriculum_trend, loss_curves, p_hat_histogram, summary_rows
 from genenv.tasks.context import GenerationRef, load_tasks, pool_ids
 from genenv.tasks.contract import Adapters, StageOutput, generation_stage
-from genenv.tasks.finetune import agent_batch
 from genenv.warehouse.purposes import Purpose
 from genenv.warehouse.schemas import GENERATION_TABLES
 
@@ -105,7 +105,7 @@ def _groups(ref: GenerationRef) -> dict[str, Any]:
     with equal rewards, and what a full batch still lacked when dynamic sampling's rounds ran out."""
     if ref.generation == 0:
         return {"groups_drawn": 0, "groups_trained": 0, "zero_spread_drawn": None}
-    batch = agent_batch(ref)
+    batch = recorded_batch(ref)
     config = ref.config
     missing = still_missing(batch.drawn, batch.call_target, config.abstention_share, config.dynamic_sampling)
     return {

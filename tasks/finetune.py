@@ -9,63 +9,29 @@ carries over from the previous generation's snapshot.
 from __future__ import annotations
 
 import math
-from collections import Counter
-from collections.abc import Iterable
-from dataclasses import dataclass
 
 import polars as pl
 
-from genenv.curriculum.pools import GROUP_KINDS, Group, draw, generation_rng, select_groups, update_seed
+from genenv.curriculum.pools import draw, generation_rng, update_seed
 from genenv.domains.base import AbstainingDomain, TaskInstance
 from genenv.faults import crash_point
 from genenv.models.grpo import GroupSample, group_advantages, grpo_update
 from genenv.models.rwr import encode_example, weighted_sft
 from genenv.tasks.adapter_lineage import committed_checkpoints, own_adapters, reference_checkpoints, save_policy
+from genenv.tasks.agent_groups import AgentBatch, group_rows, record_batch, select_batch
 from genenv.tasks.context import GenerationRef, agent_sampling, load_tasks, pool_ids, progress_bar
 from genenv.tasks.contract import Adapters, StageOutput, generation_stage
-from genenv.tasks.rollout import call_target, groups_of
 from genenv.tasks.simulator_update import train_simulator
 from genenv.tasks.training_log import training_rows
-from genenv.warehouse.purposes import GROUP_PURPOSES, Purpose
 
 REPLAY_ABSTENTION_SHARE = 0.25
 
 
-@dataclass(frozen=True)
-class AgentBatch:
-    """The generation's GRPO groups: all rolled out (`drawn`), and those the update trains on (`trained`)."""
-
-    drawn: dict[str, Group]
-    trained: list[str]
-    call_target: int
-
-    @property
-    def zero_spread_drawn(self) -> float:
-        return sum(not g.spread for g in self.drawn.values()) / len(self.drawn) if self.drawn else 0.0
-
-    def kinds(self, ids: Iterable[str]) -> dict[str, int]:
-        """How many of the groups `ids` are of each kind (fresh_call, fresh_abstain, pool_call, ...)."""
-        found = Counter(self.drawn[i].kind for i in ids)
-        return {kind: found[kind] for kind in GROUP_KINDS}
-
-
-def agent_batch(ref: GenerationRef, rows: pl.DataFrame | None = None) -> AgentBatch:
-    """Every rolled-out group, and those GRPO trains on: with dynamic sampling only those whose rewards differ, up to
-    the intended batch (every fresh call task's count of call groups plus pool_tasks_per_generation), and abstaining
-    groups of any source as `abstention_share` of what is trained (curriculum.pools.select_groups)."""
-    config = ref.config
-    rows = _group_rows(ref) if rows is None else rows
-    known = load_tasks(ref, rows["task_id"].unique().to_list())
-    drawn = groups_of(ref, rows, known)
-    target = call_target(ref, {i: known[i] for i, g in drawn.items() if g.purpose == Purpose.FRESH})
-    rng = generation_rng(config.seed, ref.generation, "dense-groups")
-    trained = select_groups(drawn, target, config.abstention_share, rng, dense=config.dynamic_sampling)
-    return AgentBatch(drawn, trained, target)
-
-
 def agent_groups(ref: GenerationRef) -> tuple[list[GroupSample], AgentBatch]:
-    rows = _group_rows(ref)
-    batch = agent_batch(ref, rows)
+    """The samples GRPO trains on, and the batch they come from, recorded for the commit to report."""
+    rows = group_rows(ref)
+    batch = select_batch(ref, rows)
+    record_batch(ref, batch)
     trained = rows.filter(pl.col("task_id").is_in(batch.trained), pl.col("sample_index") < ref.config.rollouts_per_task)
     samples = [
         GroupSample(
@@ -74,11 +40,6 @@ def agent_groups(ref: GenerationRef) -> tuple[list[GroupSample], AgentBatch]:
         for r in trained.iter_rows(named=True)
     ]
     return samples, batch
-
-
-def _group_rows(ref: GenerationRef) -> pl.DataFrame:
-    rows = ref.warehouse.read("trajectories", run_id=ref.run_id, generation=ref.generation)
-    return rows.filter(pl.col("purpose").is_in(GROUP_PURPOSES)).sort("trajectory_id")
 
 
 def replay_tasks(ref: GenerationRef) -> list[TaskInstance]:

@@ -18,8 +18,9 @@ from genenv.curriculum.pools import (
     replay_order,
     still_missing,
 )
-from genenv.domains.base import AbstainingDomain, Domain, TaskInstance
+from genenv.domains.base import TaskInstance
 from genenv.tasks.adapter_lineage import committed_checkpoints, reference_checkpoints
+from genenv.tasks.agent_groups import call_target, groups_of
 from genenv.tasks.answers import answer_tasks, judge
 from genenv.tasks.context import (
     GenerationRef,
@@ -42,31 +43,6 @@ SPREAD_GUESS = 0.5
 def rollouts_staged(tasks: StageOutput) -> Rollouts | None:
     uri = staging_path(tasks.ref, "rollouts")
     return Rollouts(tasks.ref, uri=uri) if read_staged(uri) is not None else None
-
-
-def call_target(ref: GenerationRef, fresh: dict[str, TaskInstance]) -> int:
-    """The intended call groups: one per fresh task that asks for an action, plus pool_tasks_per_generation."""
-    return sum(not abstains(ref.domain, t) for t in fresh.values()) + ref.config.pool_tasks_per_generation
-
-
-def abstains(domain: Domain, task: TaskInstance) -> bool:
-    return isinstance(domain, AbstainingDomain) and domain.is_abstention(task)
-
-
-def groups_of(ref: GenerationRef, rows: pl.DataFrame, known: dict[str, TaskInstance]) -> dict[str, Group]:
-    """Each rolled-out task's GRPO group from scored rows (`reward`): its first rollouts_per_task rewards, and the
-    share of all its answers that were solved."""
-    config = ref.config
-    success = dict(
-        rows.group_by("task_id").agg((pl.col("reward") >= config.solved_threshold).mean().alias("s")).iter_rows()
-    )
-    first = rows.filter(pl.col("sample_index") < config.rollouts_per_task).sort("task_id", "sample_index")
-    return {
-        task_id: Group(
-            group["purpose"][0], abstains(ref.domain, known[task_id]), tuple(group["reward"]), success[task_id]
-        )
-        for (task_id,), group in first.group_by("task_id", maintain_order=True)
-    }
 
 
 def last_success(ref: GenerationRef, task_ids: list[str]) -> dict[str, float]:

@@ -1,4 +1,5 @@
-"""Stage: register a run (or find it again to resume)."""
+"""A run's records: its id, its `runs` row with the resolved config, its name in the Prefect UI (the start-run and
+fork-run stages use them)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,7 @@ from datetime import UTC, datetime
 from prefect import get_client
 from prefect.context import FlowRunContext
 
-from genenv.config import ConfigError, GenEnvConfig, resume_differences
-from genenv.tasks.options import stage
+from genenv.config import GenEnvConfig
 from genenv.warehouse.schemas import SCHEMA_VERSION, now
 from genenv.warehouse.store import Warehouse, registered_config
 
@@ -68,22 +68,3 @@ def stored_config(warehouse: Warehouse, run_id: str) -> GenEnvConfig | None:
     """The config a run was registered with, or None when the warehouse has no such run."""
     rows = warehouse.read("runs", run_id=run_id)
     return None if rows.is_empty() else registered_config(rows.row(0, named=True))
-
-
-@stage("start-run")
-def start_run(config: GenEnvConfig, run_id: str | None = None) -> str:
-    """Register a new run, or resume `run_id` when `config` shapes results as the run's stored config does;
-    a resume that would change them is refused before anything runs (a fork is the way to try new settings)."""
-    warehouse = Warehouse(config.resolved_warehouse_uri)
-    if run_id is not None and (stored := stored_config(warehouse, run_id)) is not None:
-        changed = resume_differences(stored, config)
-        if changed:
-            raise ConfigError(
-                f"run {run_id} cannot resume with other settings ({'; '.join(changed)}): its generations were "
-                f"made with the stored ones. To try them from one of its generations, fork it: "
-                f"genenv rerun --run {run_id} --generation G --set KEY=VALUE"
-            )
-        return run_id
-    run_id = run_id or new_run_id(config.run_name)
-    register_run(warehouse, config, run_id)
-    return run_id

@@ -131,3 +131,26 @@ def test_no_circle_of_imports():
         if name not in state:
             visit(name, [name])
     assert circles == []
+
+
+def _is_stage(path: Path) -> bool:
+    """The module defines a stage: a function decorated with `generation_stage(...)` or `stage(...)`."""
+    decorators = (
+        d.func
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.FunctionDef)
+        for d in node.decorator_list
+        if isinstance(d, ast.Call)
+    )
+    return any(isinstance(f, ast.Name) and f.id in {"generation_stage", "stage"} for f in decorators)
+
+
+STAGES = {name for name, path in MODULES.items() if name.startswith("genenv.tasks.") and _is_stage(path)}
+
+
+def test_no_stage_imports_another_stage():
+    """A stage reads what an earlier stage recorded; what two stages both need lives below them (tasks/agent_groups.py,
+    curriculum/, domains/), so a stage's code is found from the flow in one hop and changes nowhere else."""
+    assert {"genenv.tasks.rollout", "genenv.tasks.finetune", "genenv.tasks.commit", "genenv.tasks.fork"} <= STAGES
+    crossing = [f"{name} imports {target}" for name in sorted(STAGES) for target in sorted(GRAPH[name] & STAGES)]
+    assert crossing == []

@@ -1,6 +1,7 @@
 """Kill the flow process (SIGKILL) inside each stage and between stages, resume, and compare with a run
 that was never interrupted."""
 
+import json
 import os
 import signal
 import subprocess
@@ -46,6 +47,14 @@ def evolve_in_subprocess(config_file: Path, run_id: str, crash_at: str | None) -
     return subprocess.run(command, env=env, capture_output=True, timeout=300).returncode
 
 
+GROUP_COUNTS = ("groups_drawn", "groups_trained", "drawn_kinds", "trained_kinds", "trained_at_edge", "batch_short")
+
+
+def _group_counts(warehouse: Warehouse, run_id: str) -> dict:
+    metrics = json.loads(warehouse.committed(run_id).filter(generation=1)["metrics"][0])
+    return {key: metrics.get(key) for key in GROUP_COUNTS}
+
+
 def test_killed_anywhere_the_run_resumes_to_the_same_tables(finished_run, tmp_path):
     config, reference_run, reference = finished_run
     faulty = config.replace(data_dir=str(tmp_path), generations=1)
@@ -63,6 +72,8 @@ def test_killed_anywhere_the_run_resumes_to_the_same_tables(finished_run, tmp_pa
         resumed = warehouse.read(table, run_id=run_id)
         uninterrupted = reference.read(table, run_id=reference_run).filter(pl.col("generation") <= 1)
         assert_same_run(comparable(resumed, run_id), comparable(uninterrupted, reference_run))
+    # the trained groups finetune recorded, read by the commit whether or not finetune ran in the same process
+    assert _group_counts(warehouse, run_id) == _group_counts(reference, reference_run)
     for row in warehouse.committed(run_id).iter_rows(named=True):
         for checkpoint in (row["agent_checkpoint"], row["simulator_checkpoint"]):
             assert (Path(checkpoint) / "adapter_config.json").is_file()

@@ -208,3 +208,26 @@ def test_fresh_tasks_near_alpha_get_more_rollouts_numbered_after_their_first(tmp
     assert set(more["task_id"]) == expected
     assert more.height == confirm * len(expected)
     assert set(more["sample_index"]) == set(range(4, 4 + confirm))
+
+
+def test_the_commit_reads_the_batch_finetune_recorded_and_refuses_a_generation_without_one(tmp_path):
+    """finetune records each drawn group, trained or why not; commit reads that record instead of selecting again,
+    so a resumed run whose finetune was skipped reports what was trained."""
+    from genenv.curriculum.pools import Group
+    from genenv.tasks.agent_groups import AgentBatch, record_batch, recorded_batch
+    from genenv.warehouse.purposes import Purpose
+
+    ref = GenerationRef(_run(tmp_path).warehouse_uri, "r1", 1, ModelRuntime())
+    with pytest.raises(RuntimeError, match="finetune recorded no agent batch"):
+        recorded_batch(ref)
+    drawn = {
+        "a": Group(Purpose.FRESH, False, (1.0, 0.0, 1.0, 0.0), 0.5),
+        "b": Group(Purpose.POOL, False, (1.0, 1.0, 1.0, 1.0), 1.0),
+        "c": Group(Purpose.ABSTENTION, True, (0.0, 1.0, 0.0, 0.0), 0.25),
+    }
+    record_batch(ref, AgentBatch(drawn, ["a"], 7))
+    assert recorded_batch(ref) == AgentBatch(drawn, ["a"], 7)
+    from genenv.tasks.staging import read_staged, staging_path
+
+    why = dict(read_staged(staging_path(ref, "agent-groups")).select("task_id", "why_not").iter_rows())
+    assert why == {"a": None, "b": "equal rewards", "c": "beyond the batch"}

@@ -48,7 +48,7 @@ def test_the_secret_is_never_stored(s3_env, tmp_path):
     warehouse = Warehouse(root)
     synthetic.fill(warehouse, "r", 2, SHAPE)
     from genenv.config import GenEnvConfig
-    from genenv.tasks.run_records import start_run
+    from genenv.tasks.start_run import start_run
 
     start_run.fn(GenEnvConfig(warehouse_uri=root, data_dir=str(tmp_path)))
     for table in TABLES:
