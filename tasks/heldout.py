@@ -7,7 +7,7 @@ import polars as pl
 
 from genenv.tasks.adapter_lineage import reference_checkpoints
 from genenv.tasks.answers import answer_tasks, record_turns, trajectory_rows
-from genenv.tasks.context import fresh_tasks, greedy_sampling, load_tasks, probe_set
+from genenv.tasks.context import GenerationRef, greedy_sampling, load_tasks
 from genenv.tasks.contract import Adapters, StageOutput, generation_stage
 from genenv.warehouse.purposes import Purpose
 
@@ -21,7 +21,17 @@ def heldout_measured(adapters: Adapters) -> StageOutput | None:
     )
 
 
-@generation_stage(done=heldout_measured, reads=("tasks", "generations"), writes=("trajectories", "turns"), gpu=True)
+def probed_before(ref: GenerationRef) -> list[str]:
+    """The ids of the probe tasks the rollout stage answered before the update, as its rows recorded them."""
+    rows = ref.warehouse.read(
+        "trajectories", run_id=ref.run_id, generation=ref.generation, purpose=Purpose.PROBE_BEFORE
+    )
+    return sorted(set(rows["task_id"]))
+
+
+@generation_stage(
+    done=heldout_measured, reads=("tasks", "generations", "trajectories"), writes=("trajectories", "turns"), gpu=True
+)
 def evaluate_heldout(adapters: Adapters) -> StageOutput:
     ref = adapters.ref
     config, warehouse = ref.config, ref.warehouse
@@ -31,7 +41,7 @@ def evaluate_heldout(adapters: Adapters) -> StageOutput:
     known = load_tasks(ref)
     work = [(known[i], Purpose.HELDOUT) for i in ids]
     if ref.generation > 0:
-        work += [(t, Purpose.PROBE_AFTER) for t in probe_set(ref, fresh_tasks(ref, known))]
+        work += [(known[i], Purpose.PROBE_AFTER) for i in probed_before(ref)]
     backend = ref.runtime.backend(config, (adapters.agent, adapters.simulator), reference_checkpoints(ref))
     answers = answer_tasks(ref, backend, work, 1, greedy_sampling(config), "held-out eval and probe")
     rows, turns = trajectory_rows(ref, answers)
