@@ -48,10 +48,10 @@ def generation_zero(ref: GenerationRef) -> Stages:
 
 
 def genenv_generation(ref: GenerationRef) -> Stages:
-    tasks = generate(ref)
-    rollouts = rollout(tasks)
+    generated = generate(ref)
+    rollouts = rollout(generated)
     scored = verify(rollouts)
     rewarded = rewards(scored)
     adapters = finetune(rewarded)
     measured = evaluate_heldout(adapters)
-    return adapters, measured, [tasks, rollouts, scored, rewarded, adapters, measured]
+    return adapters, measured, [generated, rollouts, scored, rewarded, adapters, measured]

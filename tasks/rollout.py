@@ -40,9 +40,9 @@ SPREAD_GUESS = 0.5
 """A round draws the batch's shortfall over this: about half of the groups drawn show a reward spread."""
 
 
-def rollouts_staged(tasks: StageOutput) -> Rollouts | None:
-    uri = staging_path(tasks.ref, "rollouts")
-    return Rollouts(tasks.ref, uri=uri) if read_staged(uri) is not None else None
+def rollouts_staged(generated: StageOutput) -> Rollouts | None:
+    uri = staging_path(generated.ref, "rollouts")
+    return Rollouts(generated.ref, uri=uri) if read_staged(uri) is not None else None
 
 
 def last_success(ref: GenerationRef, task_ids: list[str]) -> dict[str, float]:
@@ -66,8 +66,8 @@ def scored(ref: GenerationRef, answers: pl.DataFrame, known: dict[str, TaskInsta
 
 
 @generation_stage(done=rollouts_staged, reads=("tasks", "pool", "generations", "trajectories"), gpu=True)
-def rollout(tasks: StageOutput) -> Rollouts:
-    ref = tasks.ref
+def rollout(generated: StageOutput) -> Rollouts:
+    ref = generated.ref
     config = ref.config
     known = load_tasks(ref)
     fresh = fresh_tasks(ref, known)
