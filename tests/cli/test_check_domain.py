@@ -153,7 +153,7 @@ def test_the_built_in_domains_pass_every_check(name: str, capsys) -> None:
 def test_families_lists_the_split_and_refuses_one_that_holds_out_none(capsys) -> None:
     assert main(["check-domain", "arithmetic", "--families"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("held out at heldout_fraction 0.2 (2 of 11 families):\n  ops-+-\n  ops--\ntrained on (9):")
+    assert out.startswith("held out at heldout_fraction 0.2 (2 of 13 families):\n  ops-+-\n  ops--\ntrained on (11):")
     assert main(["check-domain", "arithmetic", "--families", "--set", "heldout_fraction=0"]) == 2
     assert "no family is held out at heldout_fraction 0.0" in capsys.readouterr().err
 
