@@ -34,10 +34,15 @@ SETTINGS = {
 }
 NEIGHBOURS = {"alone": None, "nice10": 10, "nice0": 0}
 QUESTIONS = [
-    "What is the capital of France?", "Name a primary color.", "What is 12 times 7?", "Give a synonym for happy.",
-    "Which planet is closest to the sun?", "What does a thermometer measure?", "Who wrote Romeo and Juliet?",
+    "What is the capital of France?",
+    "Name a primary color.",
+    "What is 12 times 7?",
+    "Give a synonym for happy.",
+    "Which planet is closest to the sun?",
+    "What does a thermometer measure?",
+    "Who wrote Romeo and Juliet?",
     "How many days are in a leap year?",
-]  # fmt: skip
+]
 
 
 def work(model: Path, prompts: int, scored: int, tokens: int, precision: str) -> dict[str, float]:
@@ -79,8 +84,21 @@ def timed_run(args: argparse.Namespace, setting: str, niceness: int | None) -> d
     """One worker process with `setting`'s environment, beside the neighbour at `niceness` (None: alone)."""
     env = {k: v for k, v in os.environ.items() if k not in {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OMP_NUM_THREADS"}}
     env |= SETTINGS[setting]
-    command = [sys.executable, __file__, "--worker", "--model", str(base_model(args)), "--prompts", str(args.prompts),
-               "--scored", str(args.scored), "--tokens", str(args.tokens), "--precision", args.precision]  # fmt: skip
+    command = [
+        sys.executable,
+        __file__,
+        "--worker",
+        "--model",
+        str(base_model(args)),
+        "--prompts",
+        str(args.prompts),
+        "--scored",
+        str(args.scored),
+        "--tokens",
+        str(args.tokens),
+        "--precision",
+        args.precision,
+    ]
     spinning = neighbour(niceness)
     try:
         time.sleep(0.5 if spinning else 0)  # the neighbour is running before the work starts
@@ -125,8 +143,10 @@ def main() -> None:
     baseline = min(runs[(settings[0], "alone")])
     print(f"best total seconds, and its ratio to {settings[0]} alone ({baseline:.1f} s):")
     for setting in settings:
-        cells = [f"{where} {min(runs[(setting, where)]):.1f} s ({min(runs[(setting, where)]) / baseline:.2f}x)"
-                 for where in beside]  # fmt: skip
+        cells = [
+            f"{where} {min(runs[(setting, where)]):.1f} s ({min(runs[(setting, where)]) / baseline:.2f}x)"
+            for where in beside
+        ]
         print(f"{setting:10s} " + " | ".join(cells))
 
 

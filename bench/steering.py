@@ -207,9 +207,18 @@ class Trainer:
             for w, r, g in zip(written, rewards, groups, strict=True)
         ]
         grpo_update(
-            policy, "simulator", samples, lr=s.lr, kl_coef=s.kl_coef, epochs=s.epochs, minibatch_size=s.minibatch,
-            micro_batch_size=8, seed=self.seed * 1000 + round_, temperature=s.temperature, advantages=advantages,
-        )  # fmt: skip
+            policy,
+            "simulator",
+            samples,
+            lr=s.lr,
+            kl_coef=s.kl_coef,
+            epochs=s.epochs,
+            minibatch_size=s.minibatch,
+            micro_batch_size=8,
+            seed=self.seed * 1000 + round_,
+            temperature=s.temperature,
+            advantages=advantages,
+        )
         return f"{sum(r is not None for r in rewards)} rewarded of {len(written)}"
 
     def _rwr(self, policy, round_: int) -> str:
@@ -222,9 +231,15 @@ class Trainer:
         )
         examples = [WeightedExample(e.prompt_ids, e.target_ids, w) for (e, _), w in zip(records, weights, strict=True)]
         weighted_sft(
-            policy, "simulator", examples, lr=s.lr, kl_coef=s.kl_coef, epochs=s.epochs, batch_size=8,
+            policy,
+            "simulator",
+            examples,
+            lr=s.lr,
+            kl_coef=s.kl_coef,
+            epochs=s.epochs,
+            batch_size=8,
             seed=self.seed * 1000 + round_,
-        )  # fmt: skip
+        )
         return f"pool {len(self.pool)}, trained on {len(examples)}"
 
 
@@ -312,9 +327,15 @@ class Bench:
     def measure(self, policy: PolicyPair, curve: dict[int, float], seen: set[str]) -> Measured:
         prompts = prompts_for(self.domain, self.seeds, curve, self.settings)
         written = write(
-            policy, self.domain, self.seeds, prompts, self.settings.eval_samples, self.seed * 7919 + 7, self.settings,
+            policy,
+            self.domain,
+            self.seeds,
+            prompts,
+            self.settings.eval_samples,
+            self.seed * 7919 + 7,
+            self.settings,
             seen,
-        )  # fmt: skip
+        )
         return measured(written, len(prompts), self.targets)
 
     def seen_at_start(self) -> set[str]:
@@ -331,9 +352,15 @@ class Bench:
             for round_ in range(self.settings.rounds // len(curves)):
                 number = phase * 100 + round_
                 written = write(
-                    policy, self.domain, self.seeds, prompts, self.settings.variations,
-                    self.seed * 7919 + 1000 + number, self.settings, seen,
-                )  # fmt: skip
+                    policy,
+                    self.domain,
+                    self.seeds,
+                    prompts,
+                    self.settings.variations,
+                    self.seed * 7919 + 1000 + number,
+                    self.settings,
+                    seen,
+                )
                 seen |= {self.domain.dedup_key(w.task) for w in written if w.new}
                 trained = trainer.round(policy, written, prompts, curve, number, rng)
                 if self.verbose:
@@ -343,8 +370,9 @@ class Bench:
         return out
 
 
-def warm_started(base: Path, domain, seeds, lora: LoraSettings, precision: str, epochs: int, folder: Path,
-                 examples: int, seed: int) -> None:  # fmt: skip
+def warm_started(
+    base: Path, domain, seeds, lora: LoraSettings, precision: str, epochs: int, folder: Path, examples: int, seed: int
+) -> None:
     """Generation 0's simulator warm start (tasks/warm_start.py's sibling pairs, its SFT) on `examples` seeds (0: all),
     its pairs and order drawn from `seed`, saved to `folder`."""
     policy = PolicyPair.load(base, lora, precision=precision)
@@ -359,8 +387,9 @@ def warm_started(base: Path, domain, seeds, lora: LoraSettings, precision: str, 
         )
         for seed_task, sibling, rate in pairs
     ]
-    weighted_sft(policy, "simulator", examples_, lr=1e-3, kl_coef=0.0, epochs=epochs, batch_size=4, seed=seed,
-                 persist=False)  # fmt: skip
+    weighted_sft(
+        policy, "simulator", examples_, lr=1e-3, kl_coef=0.0, epochs=epochs, batch_size=4, seed=seed, persist=False
+    )
     policy.save_adapter("simulator", folder)
 
 
@@ -473,8 +502,19 @@ def main() -> None:
             adapter = Path(scratch) / f"simulator-{bench_seed}"
             epochs, examples = (1, 4) if args.smoke else (args.warm_start_epochs, 0)
             warm_started(base, domain, all_seeds, lora, precision, epochs, adapter, examples, bench_seed)
-            bench = Bench(base, adapter, lora, precision, domain, all_seeds, prompt_seeds, [target, better], settings,
-                          bench_seed, args.verbose)  # fmt: skip
+            bench = Bench(
+                base,
+                adapter,
+                lora,
+                precision,
+                domain,
+                all_seeds,
+                prompt_seeds,
+                [target, better],
+                settings,
+                bench_seed,
+                args.verbose,
+            )
             results["before"].append(bench.measure(bench.policy(), CURVES["base"], bench.seen_at_start()))
             first = results["before"][-1]
             print(

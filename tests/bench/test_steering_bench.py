@@ -69,12 +69,26 @@ def test_rwr_arms_pool_what_their_reward_admits_once_each(steering, tiny_model_d
     one; copies and rejected outputs never enter, and a pooled output written again is not pooled twice."""
     s = steering.settings_from(
         steering.argparse.Namespace(
-            smoke=True, rounds=2, prompts=2, variations=2, rollouts=8, confirm_rollouts=0, confirm_margin=0.25,
-            eval_samples=2, lr=1e-3, kl=0.0, epochs=1, minibatch=8, max_records=64, reward="alpha_curriculum",
-            beta=2.0, rwr_lambda=1.0, invalid_advantage=-1.0,
+            smoke=True,
+            rounds=2,
+            prompts=2,
+            variations=2,
+            rollouts=8,
+            confirm_rollouts=0,
+            confirm_margin=0.25,
+            eval_samples=2,
+            lr=1e-3,
+            kl=0.0,
+            epochs=1,
+            minibatch=8,
+            max_records=64,
+            reward="alpha_curriculum",
+            beta=2.0,
+            rwr_lambda=1.0,
+            invalid_advantage=-1.0,
         ),
         steering.GenEnvConfig(),
-    )  # fmt: skip
+    )
     policy = PolicyPair.load(tiny_model_dir, LoraSettings(r=4, alpha=8, target_modules=("q_proj", "v_proj")))
     trainer = steering.Trainer(steering.ARMS[arm], s, ARITHMETIC, 0)
     prompts = [ARITHMETIC.simulator_messages(_seed(1), 0.9)] * 2
@@ -93,13 +107,23 @@ def test_rwr_arms_pool_what_their_reward_admits_once_each(steering, tiny_model_d
 def test_the_steering_bench_runs_every_arm_and_the_shift(tiny_model_dir: Path) -> None:
     arms = "grpo-shipped,grpo-oracle,rwr-shipped,rwr-oracle,placebo"
     done = subprocess.run(
-        [sys.executable, str(BENCH), "--smoke", "--model", str(tiny_model_dir), "--arms", arms, "--bench-seeds", "2",
-         "--shift"],
+        [
+            sys.executable,
+            str(BENCH),
+            "--smoke",
+            "--model",
+            str(tiny_model_dir),
+            "--arms",
+            arms,
+            "--bench-seeds",
+            "2",
+            "--shift",
+        ],
         capture_output=True,
         text=True,
         timeout=600,
         check=False,
-    )  # fmt: skip
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     out = done.stdout
     number, moved = r"(\d\.\d{3}|nan)", r"([+-]\d\.\d{3}|\+?nan)"

@@ -188,20 +188,34 @@ def test_fresh_tasks_near_alpha_get_more_rollouts_numbered_after_their_first(tmp
     from genenv.tasks.answers import ANSWER_SCHEMA
     from genenv.tasks.rollout import confirming
 
-    ref = _run(tmp_path, domain="arithmetic", model=str(tiny_model_dir), p_hat_rollouts=4, rollouts_per_task=2,
-               p_hat_confirm_rollouts=confirm, p_hat_confirm_margin=0.25)  # fmt: skip
+    ref = _run(
+        tmp_path,
+        domain="arithmetic",
+        model=str(tiny_model_dir),
+        p_hat_rollouts=4,
+        rollouts_per_task=2,
+        p_hat_confirm_rollouts=confirm,
+        p_hat_confirm_margin=0.25,
+    )
     seeds = get_domain("arithmetic").load_seeds()[:3]
     solved_of = {seeds[0].task_id: 2, seeds[1].task_id: 4, seeds[2].task_id: 1}  # p̂ 0.5, 1.0, 0.25
     first = pl.DataFrame(
         [
-            {"task_id": t.task_id, "purpose": "fresh", "sample_index": k, "finished": True,
-             "completion": f"Answer: {t.answer if k < solved_of[t.task_id] else 'x'}", "prompt_ids": [1],
-             "completion_ids": [2], "completion_mask": None}
+            {
+                "task_id": t.task_id,
+                "purpose": "fresh",
+                "sample_index": k,
+                "finished": True,
+                "completion": f"Answer: {t.answer if k < solved_of[t.task_id] else 'x'}",
+                "prompt_ids": [1],
+                "completion_ids": [2],
+                "completion_mask": None,
+            }
             for t in seeds
             for k in range(4)
         ],
         schema=ANSWER_SCHEMA,
-    )  # fmt: skip
+    )
     backend = TransformersBackend(PolicyPair.load(tiny_model_dir, LoraSettings(r=4, alpha=8)))
     more = confirming(ref, backend, first, {t.task_id: t for t in seeds})
     expected = {seeds[0].task_id, seeds[2].task_id} if confirm else set()

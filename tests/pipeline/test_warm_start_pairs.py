@@ -77,8 +77,12 @@ def test_tool_call_difficulty_is_the_sum_of_the_parts_the_simulator_is_asked_to_
     assert TOOL_CALL.difficulty(task) == 8
     abstain = TaskInstance("a", spec, "[]", family="weather")
     assert TOOL_CALL.difficulty_parts(abstain) == {
-        "calls": 0, "arguments": 0, "optional": 0, "distractors": 2, "inferred": 0
-    }  # fmt: skip
+        "calls": 0,
+        "arguments": 0,
+        "optional": 0,
+        "distractors": 2,
+        "inferred": 0,
+    }
 
 
 def test_text_games_pair_with_games_of_the_same_size_and_quest():
