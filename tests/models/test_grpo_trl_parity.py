@@ -46,6 +46,7 @@ from trl.trainer.utils import nanstd, pad, use_adapter
 
 from genenv.models.grpo import GroupSample, group_advantages, grpo_update
 from genenv.models.policy import LoraSettings, PolicyPair, load_tokenizer
+from tests.models.test_grpo import perturb
 
 EPSILON = 0.2
 BETA = 0.1
@@ -74,15 +75,6 @@ def rows() -> list[GroupSample]:
         GroupSample(b, [86, 87, 88], 0.0, "b"),
         GroupSample(b, [89, 90, 91, 92], 0.5, "b"),
     ]
-
-
-def perturb(policy: PolicyPair, role: str, seed: int) -> None:
-    """Non-zero LoRA B, so the adapter changes the model."""
-    generator = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, param in policy.model.named_parameters():
-            if f"lora_B.{role}." in name:
-                param.copy_(torch.randn(param.shape, generator=generator) * 0.5)
 
 
 def as_trl(tensors: Mapping[str, torch.Tensor], role: str = "agent") -> dict[str, torch.Tensor]:
