@@ -24,6 +24,7 @@ from genenv.errors import WarehouseError
 from genenv.models.sampling import SamplingSettings
 from genenv.runtime.handle import ModelRuntime
 from genenv.tasks.artifacts import StageProgress
+from genenv.warehouse.purposes import Purpose
 from genenv.warehouse.store import Warehouse
 
 
@@ -150,6 +151,14 @@ def fresh_tasks(
     origin="abstention", from tasks already loaded."""
     rows = ref.warehouse.read("tasks", run_id=ref.run_id, generation=task_generation(ref))
     return subset(known, rows.filter(valid=True, origin=origin)["task_id"].to_list())
+
+
+def earlier_sampled_answers(ref: GenerationRef) -> pl.DataFrame:
+    """The agent's sampled answers to fresh and pool tasks in the run's earlier generations: what the family hint
+    (generate) and the replay draw (rollout) read the agent's recent success from."""
+    return ref.warehouse.read("trajectories", run_id=ref.run_id).filter(
+        pl.col("purpose").is_in([Purpose.FRESH, Purpose.POOL]), pl.col("generation") < ref.generation
+    )
 
 
 def probe_set(ref: GenerationRef, fresh: dict[str, TaskInstance]) -> list[TaskInstance]:

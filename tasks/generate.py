@@ -22,6 +22,7 @@ from genenv.models.sampling import Completion
 from genenv.tasks.adapter_lineage import committed_checkpoints, reference_checkpoints
 from genenv.tasks.context import (
     GenerationRef,
+    earlier_sampled_answers,
     heldout_seeds,
     load_tasks,
     pool_ids,
@@ -32,7 +33,6 @@ from genenv.tasks.context import (
     task_generation,
 )
 from genenv.tasks.contract import StageOutput, generation_stage, tasks_written
-from genenv.warehouse.purposes import Purpose
 
 FAMILY_HINT_ROLLOUTS = 16
 """The agent's latest rollouts of a seed's family that make its difficulty hint (at least a quarter of them, or the
@@ -53,9 +53,7 @@ def family_success_rates(ref: GenerationRef, known: dict[str, TaskInstance]) -> 
     """family -> the agent's success over its latest FAMILY_HINT_ROLLOUTS sampled rollouts (fresh and pool tasks of
     earlier generations), for families with at least a quarter of that many: one run-wide rate swings with the mix of
     families drawn, and tells a seed nothing about how hard its own family is for the agent."""
-    rows = ref.warehouse.read("trajectories", run_id=ref.run_id).filter(
-        pl.col("purpose").is_in([Purpose.FRESH, Purpose.POOL]), pl.col("generation") < ref.generation
-    )
+    rows = earlier_sampled_answers(ref)
     families = pl.DataFrame(
         {"task_id": list(known), "family": [t.family for t in known.values()]},
         schema={"task_id": pl.String, "family": pl.String},

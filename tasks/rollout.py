@@ -25,6 +25,7 @@ from genenv.tasks.answers import answer_tasks, judge
 from genenv.tasks.context import (
     GenerationRef,
     agent_sampling,
+    earlier_sampled_answers,
     fresh_tasks,
     greedy_sampling,
     load_tasks,
@@ -47,11 +48,7 @@ def rollouts_staged(generated: StageOutput) -> Rollouts | None:
 
 def last_success(ref: GenerationRef, task_ids: list[str]) -> dict[str, float]:
     """Each task's share of solved answers in the last earlier generation that answered it as a fresh or pool task."""
-    rows = ref.warehouse.read("trajectories", run_id=ref.run_id).filter(
-        pl.col("generation") < ref.generation,
-        pl.col("purpose").is_in([Purpose.FRESH, Purpose.POOL]),
-        pl.col("task_id").is_in(task_ids),
-    )
+    rows = earlier_sampled_answers(ref).filter(pl.col("task_id").is_in(task_ids))
     latest = rows.filter(pl.col("generation") == pl.col("generation").max().over("task_id"))
     return dict(latest.group_by("task_id").agg(pl.col("solved").cast(pl.Float64).mean()).iter_rows())
 
