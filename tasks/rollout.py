@@ -21,7 +21,7 @@ from genenv.curriculum.pools import (
 from genenv.domains.base import TaskInstance
 from genenv.tasks.adapter_lineage import committed_checkpoints, reference_checkpoints
 from genenv.tasks.agent_groups import call_target, groups_of
-from genenv.tasks.answers import answer_tasks, judge
+from genenv.tasks.answers import ANSWER_SCHEMA, answer_tasks, judge
 from genenv.tasks.context import (
     GenerationRef,
     agent_sampling,
@@ -93,7 +93,7 @@ def rollout(generated: StageOutput) -> Rollouts:
         if not work or round_ + 1 == rounds:
             break
         drawn = {purpose: drawn[purpose] + wanted[purpose] for purpose in queues}
-    answered.append(confirming(ref, backend, answered[0], known))
+    answered.append(confirming(ref, backend, groups, known))
     rollouts = pl.concat(answered)
     probes = [(t, Purpose.PROBE_BEFORE) for t in probe_set(ref, fresh)]
     before = answer_tasks(ref, backend, probes, 1, greedy_sampling(config), "probe before update")
@@ -107,25 +107,20 @@ CONFIRM_ROUND = 1_000
 """The confirming answers sample with the seed of this round number, apart from every dynamic-sampling round's."""
 
 
-def confirming(ref: GenerationRef, backend, first: pl.DataFrame, known: dict[str, TaskInstance]) -> pl.DataFrame:
-    """p_hat_confirm_rollouts more answers to each fresh task whose p̂ over its first answers lies within
-    p_hat_confirm_margin of α, numbered after them (outside the GRPO group): the rewards stage reads p̂ over all."""
+def confirming(ref: GenerationRef, backend, groups: dict[str, Group], known: dict[str, TaskInstance]) -> pl.DataFrame:
+    """p_hat_confirm_rollouts more answers to each fresh task whose p̂ over its first answers (its group's `success`)
+    lies within p_hat_confirm_margin of α, numbered after them (outside the GRPO group): the rewards stage reads p̂
+    over all of them."""
     config = ref.config
-    fresh = first.filter(purpose=Purpose.FRESH)
-    if not config.p_hat_confirm_rollouts or fresh.is_empty():
-        return first.clear()
-    p_hats = (
-        scored(ref, fresh, known)
-        .group_by("task_id", maintain_order=True)
-        .agg((pl.col("reward") >= config.solved_threshold).mean().alias("p_hat"))
-    )
     near = [
         (known[task_id], Purpose.FRESH)
-        for task_id, p_hat in p_hats.iter_rows()
-        if near_band(p_hat, config.alpha, config.p_hat_confirm_margin)
+        for task_id, group in sorted(groups.items())
+        if group.purpose == Purpose.FRESH
+        and group.success is not None
+        and near_band(group.success, config.alpha, config.p_hat_confirm_margin)
     ]
-    if not near:
-        return first.clear()
+    if not config.p_hat_confirm_rollouts or not near:
+        return pl.DataFrame(schema=ANSWER_SCHEMA)
     sampling = agent_sampling(config, ref.generation, CONFIRM_ROUND)
     more = answer_tasks(ref, backend, near, config.p_hat_confirm_rollouts, sampling, "confirm p̂")
     return more.with_columns(pl.col("sample_index") + max(config.rollouts_per_task, config.p_hat_rollouts))

@@ -185,8 +185,9 @@ def test_fresh_tasks_near_alpha_get_more_rollouts_numbered_after_their_first(tmp
     (outside its GRPO group), so the rewards stage reads p̂ over all its answers; a task far from α is not."""
     from genenv.models.policy import LoraSettings, PolicyPair
     from genenv.models.transformers_backend import TransformersBackend
+    from genenv.tasks.agent_groups import groups_of
     from genenv.tasks.answers import ANSWER_SCHEMA
-    from genenv.tasks.rollout import confirming
+    from genenv.tasks.rollout import confirming, scored
 
     ref = _run(
         tmp_path,
@@ -217,7 +218,8 @@ def test_fresh_tasks_near_alpha_get_more_rollouts_numbered_after_their_first(tmp
         schema=ANSWER_SCHEMA,
     )
     backend = TransformersBackend(PolicyPair.load(tiny_model_dir, LoraSettings(r=4, alpha=8)))
-    more = confirming(ref, backend, first, {t.task_id: t for t in seeds})
+    known = {t.task_id: t for t in seeds}
+    more = confirming(ref, backend, groups_of(ref, scored(ref, first, known), known), known)
     expected = {seeds[0].task_id, seeds[2].task_id} if confirm else set()
     assert set(more["task_id"]) == expected
     assert more.height == confirm * len(expected)
