@@ -134,11 +134,14 @@ def _difficulty(domain: Domain, tasks: list[TaskInstance]) -> dict[str, Any]:
     """The mean difficulty of the simulator's valid tasks, and of each part where the domain describes them."""
     if not tasks:
         return {"mean_difficulty": None, "difficulty_parts": None}
-    parts = None
-    if isinstance(domain, DescribedDifficulty):
-        described = [domain.difficulty_parts(t) for t in tasks]
-        parts = {name: round(sum(d[name] for d in described) / len(tasks), 3) for name in described[0]}
-    return {"mean_difficulty": round(sum(map(domain.difficulty, tasks)) / len(tasks), 3), "difficulty_parts": parts}
+    if not isinstance(domain, DescribedDifficulty):
+        return {"mean_difficulty": round(sum(map(domain.difficulty, tasks)) / len(tasks), 3), "difficulty_parts": None}
+    described = [domain.difficulty_parts(t) for t in tasks]  # difficulty is their sum: each part counted once
+    parts = {name: sum(d[name] for d in described) / len(tasks) for name in described[0]}
+    return {
+        "mean_difficulty": round(sum(parts.values()), 3),
+        "difficulty_parts": {name: round(mean, 3) for name, mean in parts.items()},
+    }
 
 
 def _abstaining_share(tasks: pl.DataFrame, abstaining: set[str] | None) -> float | None:

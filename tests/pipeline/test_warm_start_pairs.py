@@ -123,3 +123,18 @@ def test_the_arithmetic_warm_start_pairs_cover_every_difficulty_with_each_hint()
         for _, _, rate in pairs
     )
     assert min(hints[h] for h in ("harder", "easier", "similar")) >= len(pairs) // 10
+
+
+def test_a_generations_difficulty_is_the_mean_of_each_part_and_of_their_sum():
+    """The metrics' mean difficulty equals the mean of `difficulty` over the tasks, and each part's mean is kept where
+    the domain describes its parts (tool_call), not where it does not (arithmetic)."""
+    from genenv.tasks.commit import _difficulty
+
+    seeds = TOOL_CALL.load_seeds()[:40]
+    measured = _difficulty(TOOL_CALL, seeds)
+    assert measured["mean_difficulty"] == pytest.approx(sum(map(TOOL_CALL.difficulty, seeds)) / 40, abs=1e-3)
+    for name, mean in measured["difficulty_parts"].items():
+        assert mean == pytest.approx(sum(TOOL_CALL.difficulty_parts(t)[name] for t in seeds) / 40, abs=1e-3)
+    arithmetic = get_domain("arithmetic")
+    plain = _difficulty(arithmetic, arithmetic.load_seeds())
+    assert plain["difficulty_parts"] is None and plain["mean_difficulty"] > 1
