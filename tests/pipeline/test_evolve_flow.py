@@ -11,7 +11,10 @@ import pytest
 from genenv.curriculum.batches import simulator_advantages
 from genenv.curriculum.pools import GROUP_KINDS, abstentions_for_share
 from genenv.domains.base import REPEAT
+from genenv.runtime.handle import ModelRuntime
 from genenv.tasks.commit import summary_line
+from genenv.tasks.context import GenerationRef
+from genenv.tasks.staging import read_staged, staging_path
 from genenv.warehouse.query import query
 from genenv.warehouse.schemas import GENERATION_TABLES
 
@@ -135,10 +138,16 @@ def test_both_models_trained_every_generation(finished_run):
         spread = set(rewards.filter(pl.col("distinct") > 1)["task_id"])
         metrics = json.loads(warehouse.committed(run_id).filter(generation=g)["metrics"][0])
         assert metrics["groups_drawn"] == groups["task_id"].n_unique() and metrics["groups_trained"] <= len(spread)
+        # the groups finetune recorded as trained, and their share at the agent's edge over all their answers
+        record = read_staged(
+            staging_path(GenerationRef(config.resolved_warehouse_uri, run_id, g, ModelRuntime()), "agent-groups")
+        )
+        trained = record.filter("trained")["task_id"].to_list()
+        assert len(trained) == metrics["groups_trained"] and record.height == metrics["groups_drawn"]
         solved = groups.group_by("task_id").agg((pl.col("reward") >= config.solved_threshold).mean().alias("s"))
-        at_edge = solved.filter(pl.col("s").is_between(0.2, 0.8))["task_id"].n_unique()
-        if metrics["groups_trained"]:  # the trained groups' share at the agent's edge, all their answers counted
-            assert metrics["trained_at_edge"] * metrics["groups_trained"] <= at_edge + 1e-9
+        edge = set(solved.filter(pl.col("s").is_between(0.2, 0.8))["task_id"])
+        if trained:
+            assert metrics["trained_at_edge"] == pytest.approx(round(len(edge & set(trained)) / len(trained), 4))
             assert f"at the edge {100 * metrics['trained_at_edge']:.0f}%" in summary_line(g, metrics)
         rows = metrics["groups_trained"] * config.rollouts_per_task  # dynamic sampling: groups whose rewards differ
         steps = max(config.agent_epochs * math.ceil(rows / config.agent_minibatch_size), 1)  # none: one skipped
