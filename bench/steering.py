@@ -33,6 +33,7 @@ import argparse
 import random
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -95,6 +96,9 @@ class Settings:
     temperature: float
     top_p: float
     max_new_tokens: int
+    rescore: bool = False
+    """Each round, re-read every pooled record's p̂ from the current agent (as it was admitted: rollouts, then
+    confirmation): a record out of the band stays pooled but leaves the draw until it is back in."""
 
 
 @dataclass(frozen=True)
@@ -179,8 +183,11 @@ class Trainer:
     settings: Settings
     domain: object
     seed: int
-    pool: dict[str, tuple[WeightedExample, float]] = field(default_factory=dict)
-    """RWR's D_env: dedup key -> (the record, its R_env); copies never enter (the writer rejects them)."""
+    pool: dict[str, tuple[WeightedExample, float, int]] = field(default_factory=dict)
+    """RWR's D_env: dedup key -> (the record, its R_env, its operator count); copies never enter (the writer rejects
+    them)."""
+    rescored: int = 0
+    """p̂ estimates spent re-reading pooled records (`Settings.rescore`)."""
 
     def round(self, policy, written: list[Written], prompts, curve, round_: int, rng: random.Random) -> str:
         s = self.settings
@@ -191,12 +198,30 @@ class Trainer:
         ]
         if self.arm.update == "grpo":
             return self._grpo(policy, written, [None if p is None else reward(p, s.params) for p in p_hats], round_)
+        drawable = self._rescored(curve, rng) if s.rescore else list(self.pool)
         for w, p_hat in zip(written, p_hats, strict=True):
             admitted = p_hat is not None and (self.arm.reward == "placebo" or in_band(p_hat, s.params))
-            if admitted:
+            key = self.domain.dedup_key(w.task) if admitted else None
+            if key is not None and key not in self.pool:
                 example = encode_example(policy.tokenizer, prompts[w.prompt], self.domain.simulator_target(w.task))
-                self.pool[self.domain.dedup_key(w.task)] = (example, reward(p_hat, s.params))
-        return self._rwr(policy, round_)
+                self.pool[key] = (example, reward(p_hat, s.params), w.difficulty)
+                drawable.append(key)
+        return self._rwr(policy, round_, sorted(drawable))
+
+    def _rescored(self, curve: dict[int, float], rng: random.Random) -> list[str]:
+        """The records pooled in earlier rounds that are still in the band by a fresh p̂ from the current agent, each
+        with its new R_env (the placebo keeps every record: it has no band)."""
+        if self.arm.reward == "placebo":
+            return list(self.pool)
+        s, reward, drawable = self.settings, GENERATOR_REWARDS[self.settings.reward], []
+        for key in sorted(self.pool):
+            example, _, difficulty = self.pool[key]
+            p_hat = estimated_success(difficulty, self.arm, curve, rng, s)
+            self.rescored += 1
+            self.pool[key] = (example, reward(p_hat, s.params), difficulty)
+            if in_band(p_hat, s.params):
+                drawable.append(key)
+        return drawable
 
     def _grpo(self, policy, written: list[Written], rewards: list[float | None], round_: int) -> str:
         s = self.settings
@@ -221,15 +246,20 @@ class Trainer:
         )
         return f"{sum(r is not None for r in rewards)} rewarded of {len(written)}"
 
-    def _rwr(self, policy, round_: int) -> str:
-        """Weighted SFT on a draw of at most max_records pool records, w ∝ exp(λ R_env) (placebo: all alike)."""
+    def _rwr(self, policy, round_: int, drawable: list[str]) -> str:
+        """Weighted SFT on a draw of at most max_records of the drawable pool records, w ∝ exp(λ R_env) (placebo: all
+        alike)."""
         s = self.settings
-        chosen = random.Random(f"{self.seed}/{round_}").sample(sorted(self.pool), min(s.max_records, len(self.pool)))
+        chosen = random.Random(f"{self.seed}/{round_}").sample(drawable, min(s.max_records, len(drawable)))
         records = [self.pool[key] for key in chosen]
         weights = (
-            [1.0] * len(records) if self.arm.reward == "placebo" else rwr_weights([r for _, r in records], s.params)
+            [1.0] * len(records) if self.arm.reward == "placebo" else rwr_weights([r for _, r, _ in records], s.params)
         )
-        examples = [WeightedExample(e.prompt_ids, e.target_ids, w) for (e, _), w in zip(records, weights, strict=True)]
+        examples = [
+            WeightedExample(e.prompt_ids, e.target_ids, w) for (e, _, _), w in zip(records, weights, strict=True)
+        ]
+        if not examples:
+            return f"pool {len(self.pool)}, none in the band"
         weighted_sft(
             policy,
             "simulator",
@@ -240,7 +270,10 @@ class Trainer:
             batch_size=8,
             seed=self.seed * 1000 + round_,
         )
-        return f"pool {len(self.pool)}, trained on {len(examples)}"
+        by_operators = dict(sorted(Counter(self.pool[key][2] for key in chosen).items()))
+        return f"pool {len(self.pool)}, trained on {len(examples)} (by operators {by_operators})" + (
+            f", {self.rescored} p̂ re-read so far" if s.rescore else ""
+        )
 
 
 def share(flags: list[bool]) -> float:
@@ -437,6 +470,7 @@ def settings_from(args: argparse.Namespace, config: GenEnvConfig) -> Settings:
         temperature=0.7,
         top_p=0.9,
         max_new_tokens=8 if small else 64,
+        rescore=args.rescore,
     )
 
 
@@ -464,6 +498,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--rwr-lambda", type=float, default=config.rwr_lambda)
     parser.add_argument("--invalid-advantage", type=float, default=config.simulator_invalid_advantage)
     parser.add_argument("--warm-start-epochs", type=int, default=3)
+    parser.add_argument(
+        "--rescore", action="store_true", help="re-read each pooled record's p̂ every round; out of the band, not drawn"
+    )
     parser.add_argument("--shift", action="store_true", help=f"also run {SHIPPED} with the agent better halfway")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, for the test suite")
     parser.add_argument("--verbose", action="store_true", help="print what each round wrote and trained on")

@@ -296,6 +296,14 @@ class GenEnvConfig:
     simulator_max_records: int = _f(
         64, "RWR: cap on D_env records the simulator trains on per generation.", within="[1, inf)"
     )
+    simulator_pool_rescore: bool = _f(
+        False,
+        "RWR: each generation the agent answers D_env's records of earlier generations again (at most "
+        "simulator_max_records of them, a seeded draw), as it answers a fresh task (p_hat_rollouts, then "
+        "p_hat_confirm_rollouts near α); a record whose p̂ now lies outside the α band is not trained on this "
+        "generation, one inside trains with its new weight. Off, every record keeps the p̂ it joined with (Algorithm "
+        "1), and records the agent has outgrown keep teaching the old difficulty (bench/steering.py --rescore).",
+    )
     train_batch_size: int = _f(
         8,
         "Rows per optimizer step in SFT (warm start, RWR); rows of a micro-batch in GRPO, whose step is "
@@ -429,6 +437,9 @@ def check_values(config: GenEnvConfig) -> GenEnvConfig:
     one_reward_per_batch = "grpo needs reward_scope=task: with one p̂ per seed batch every variation earns the same"
     grpo_per_task = config.simulator_update != "grpo" or config.reward_scope == "task"
     require(config, grpo_per_task, "simulator_update", one_reward_per_batch)
+    rescore_rwr = not config.simulator_pool_rescore or config.simulator_update == "rwr"
+    rescore_why = "re-reads D_env's records for RWR: needs simulator_update=rwr"
+    require(config, rescore_rwr, "simulator_pool_rescore", rescore_why)
     return config
 
 

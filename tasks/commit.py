@@ -79,8 +79,17 @@ def generation_metrics(ref: GenerationRef, stage_seconds: dict[str, float]) -> d
         "d_train": len(pool_ids(ref, "train", g)),
         "d_env": d_env.height,
         "d_env_added": d_env.filter(generation=g).height,
+        **_rescored(warehouse.read("rescores", run_id=ref.run_id, generation=g)),
         "stage_seconds": stage_seconds,
     }
+
+
+def _rescored(rescores: pl.DataFrame) -> dict[str, Any]:
+    """D_env's earlier records answered again this generation (simulator_pool_rescore) and how many are still in the
+    band: the others the simulator did not train on."""
+    if rescores.is_empty():
+        return {}
+    return {"d_env_rescored": rescores.height, "d_env_still_in_band": int(rescores["in_band"].sum())}
 
 
 def _simulator_update(steps: pl.DataFrame, config: GenEnvConfig) -> dict[str, Any]:
@@ -182,6 +191,9 @@ def summary_line(generation: int, m: dict[str, Any]) -> str:
             f" | GRPO groups {m['groups_trained']} of {m['groups_drawn']} ({fmt(m['zero_spread_drawn'])} equal; "
             f"{kinds}{lacking}; at the edge {fmt(m.get('trained_at_edge'))})"
         )
+    rescored = ""
+    if m.get("d_env_rescored"):
+        rescored = f"; {m['d_env_still_in_band']} of {m['d_env_rescored']} earlier still in band"
     abstained = ""
     if m.get("abstained_heldout") is not None:
         shares = " ".join(f"{p} {fmt(m.get(f'abstained_{p}'))}" for p in ABSTAINED_PURPOSES)
@@ -195,7 +207,7 @@ def summary_line(generation: int, m: dict[str, Any]) -> str:
         f"after {fmt(m['probe_after'])} | loss agent {fmt(m['agent_loss'], False)} "
         f"simulator {fmt(m['simulator_loss'], False)} | simulator {m.get('simulator_records', 0)} records "
         f"{m.get('simulator_steps', 0)} steps | D_train {m['d_train']} D_env {m['d_env']} "
-        f"(+{m.get('d_env_added', 0)}) | {seconds}"
+        f"(+{m.get('d_env_added', 0)}{rescored}) | {seconds}"
     )
 
 

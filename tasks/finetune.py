@@ -65,7 +65,7 @@ def adapters_trained(rewarded: StageOutput) -> Adapters | None:
 
 @generation_stage(
     done=adapters_trained,
-    reads=("generations", "trajectories", "tasks", "pool", "batches"),
+    reads=("generations", "trajectories", "tasks", "pool", "batches", "rescores"),
     writes=("training",),
     gpu=True,
 )

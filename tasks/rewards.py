@@ -2,7 +2,8 @@
 pools.
 
 D_train gains every valid fresh task (Valid(E_t)); D_env gains the valid tasks of kept units, each with its unit's
-RWR weight.
+RWR weight. With simulator_pool_rescore, D_env's records of earlier generations that the rollout stage answered again
+get their p̂ now, the band and a weight (`rescores`): RWR trains only on those still in the band.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import polars as pl
 
 from genenv.config import GenEnvConfig
 from genenv.curriculum.batches import BatchOutcome, BatchScore, TaskOutcome, score_batches, score_tasks
-from genenv.curriculum.generator_rewards import CurriculumParams
+from genenv.curriculum.generator_rewards import GENERATOR_REWARDS, CurriculumParams, in_band, rwr_weights
 from genenv.curriculum.pools import grow_pool
 from genenv.domains.base import REPEAT
 from genenv.faults import crash_point
@@ -36,7 +37,7 @@ def never_done(_: StageOutput) -> None:
     """Rewards are recomputed from the verdicts each time; each table is written only when missing."""
 
 
-@generation_stage(done=never_done, reads=("tasks", "trajectories"), writes=("batches", "pool"))
+@generation_stage(done=never_done, reads=("tasks", "trajectories"), writes=("batches", "pool", "rescores"))
 def rewards(scored: StageOutput) -> StageOutput:
     ref = scored.ref
     config, warehouse = ref.config, ref.warehouse
@@ -72,7 +73,11 @@ def rewards(scored: StageOutput) -> StageOutput:
     ]
     if not warehouse.has_rows("pool", ref.run_id, ref.generation):
         warehouse.append("pool", pool_rows)
+    rescored = rescore_rows(ref, params)
+    if rescored and not warehouse.has_rows("rescores", ref.run_id, ref.generation):
+        warehouse.append("rescores", rescored)
     units = {"reward_units": len(scores), "in_band": sum(s.in_band for s in scores), "pool_added": len(pool_rows)}
+    units |= {"rescored": len(rescored), "rescored_in_band": sum(r["in_band"] for r in rescored)}
     return StageOutput(ref, units)
 
 
@@ -116,3 +121,30 @@ def d_env_weights(scores: list[BatchScore], valid_tasks: Iterable[tuple[str, str
     """task id -> RWR weight for the valid tasks of kept units: a kept task, or every valid task of a kept batch."""
     kept = {(s.task_id or s.batch_id): s.rwr_weight for s in scores if s.in_band}
     return {t: kept[t] if t in kept else kept[b] for t, b in valid_tasks if t in kept or b in kept}
+
+
+def rescore_rows(ref: GenerationRef, params: CurriculumParams) -> list[dict]:
+    """One `rescores` row per D_env record the agent answered again this generation: p̂ over those answers (Eq. 2),
+    R_env (Eq. 3), the band filter, and RWR weights w ∝ exp(λ R_env) among the records still in the band."""
+    answers = ref.warehouse.read("trajectories", run_id=ref.run_id, generation=ref.generation, purpose=Purpose.RESCORE)
+    per_task = answers.group_by("task_id").agg(
+        pl.len().alias("n_answers"), pl.col("solved").cast(pl.Float64).mean().alias("p_hat")
+    )
+    reward = GENERATOR_REWARDS[ref.config.generator_reward]
+    rows = [
+        {
+            "run_id": ref.run_id,
+            "generation": ref.generation,
+            "task_id": task_id,
+            "n_answers": n_answers,
+            "p_hat": p_hat,
+            "generator_reward": reward(p_hat, params),
+            "in_band": in_band(p_hat, params),
+            "rwr_weight": 0.0,
+        }
+        for task_id, n_answers, p_hat in per_task.sort("task_id").iter_rows()
+    ]
+    kept = [row for row in rows if row["in_band"]]
+    for row, weight in zip(kept, rwr_weights([row["generator_reward"] for row in kept], params), strict=True):
+        row["rwr_weight"] = weight
+    return rows

@@ -2,7 +2,8 @@
 rollouts_per_task are its GRPO group), plus draws of the pool D_train and of the generation's abstention tasks. These
 rollouts are generated once and feed both p̂ and the GRPO update. With dynamic sampling (DAPO), pool and abstention
 tasks are drawn again, round after round, until the groups whose rewards differ fill the intended batch. A fresh task
-whose first p̂ lies near α gets p_hat_confirm_rollouts more answers, so the α band is decided on the finer estimate."""
+whose first p̂ lies near α gets p_hat_confirm_rollouts more answers, so the α band is decided on the finer estimate.
+With simulator_pool_rescore, D_env's records of earlier generations are answered again the same way: their p̂ now."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from genenv.curriculum.generator_rewards import near_band
 from genenv.curriculum.pools import (
     Group,
     abstentions_for_share,
+    draw,
     generation_rng,
     replay_order,
     still_missing,
@@ -94,12 +96,13 @@ def rollout(generated: StageOutput) -> Rollouts:
             break
         drawn = {purpose: drawn[purpose] + wanted[purpose] for purpose in queues}
     answered.append(confirming(ref, backend, groups, known))
-    rollouts = pl.concat(answered)
+    rescored = rescoring(ref, backend, known)
+    rollouts = pl.concat([*answered, rescored])
     probes = [(t, Purpose.PROBE_BEFORE) for t in probe_set(ref, fresh)]
     before = answer_tasks(ref, backend, probes, 1, greedy_sampling(config), "probe before update")
     uri = write_staged(ref, "rollouts", pl.concat([rollouts, before]))
     counts = {f"{purpose}_tasks": min(drawn[purpose], len(queue)) for purpose, queue in queues.items()}
-    counts["fresh_tasks"] = len(fresh)
+    counts |= {"fresh_tasks": len(fresh), "rescored_tasks": rescored["task_id"].n_unique()}
     return Rollouts(ref, {**counts, "rollouts": rollouts.height, "rounds": len(answered)}, uri=uri)
 
 
@@ -124,6 +127,47 @@ def confirming(ref: GenerationRef, backend, groups: dict[str, Group], known: dic
     sampling = agent_sampling(config, ref.generation, CONFIRM_ROUND)
     more = answer_tasks(ref, backend, near, config.p_hat_confirm_rollouts, sampling, "confirm p̂")
     return more.with_columns(pl.col("sample_index") + max(config.rollouts_per_task, config.p_hat_rollouts))
+
+
+RESCORE_ROUND = 2_000
+"""D_env's records are answered again with the seed of this round number (and their confirmation with the next)."""
+
+
+def rescore_candidates(ref: GenerationRef) -> list[str]:
+    """The D_env records of earlier generations this generation answers again (simulator_pool_rescore): at most
+    simulator_max_records of them, a seeded draw, sorted."""
+    config = ref.config
+    if not (config.simulator_pool_rescore and config.simulator_training):
+        return []
+    earlier = pool_ids(ref, "env", ref.generation - 1)
+    rng = generation_rng(config.seed, ref.generation, "d-env-rescore")
+    return sorted(draw(earlier, config.simulator_max_records, rng))
+
+
+def rescoring(ref: GenerationRef, backend, known: dict[str, TaskInstance]) -> pl.DataFrame:
+    """Each of `rescore_candidates` answered as a fresh task is: p_hat_rollouts answers, then p_hat_confirm_rollouts
+    more where their p̂ lies within p_hat_confirm_margin of α (numbered after them), so a record stays in the band by
+    the test it joined by. The rewards stage reads each one's p̂ from them."""
+    config = ref.config
+    work = [(known[task_id], Purpose.RESCORE) for task_id in rescore_candidates(ref)]
+    if not work:
+        return pl.DataFrame(schema=ANSWER_SCHEMA)
+    first_count = max(config.rollouts_per_task, config.p_hat_rollouts)
+    first = answer_tasks(
+        ref, backend, work, first_count, agent_sampling(config, ref.generation, RESCORE_ROUND), "re-read D_env"
+    )
+    solved = scored(ref, first, known).with_columns(solved=pl.col("reward") >= config.solved_threshold)
+    success = solved.group_by("task_id").agg(pl.col("solved").mean())
+    near = [
+        (known[task_id], Purpose.RESCORE)
+        for task_id, share in sorted(success.iter_rows())
+        if near_band(share, config.alpha, config.p_hat_confirm_margin)
+    ]
+    if not config.p_hat_confirm_rollouts or not near:
+        return first
+    sampling = agent_sampling(config, ref.generation, RESCORE_ROUND + 1)
+    more = answer_tasks(ref, backend, near, config.p_hat_confirm_rollouts, sampling, "confirm re-read p̂")
+    return pl.concat([first, more.with_columns(pl.col("sample_index") + first_count)])
 
 
 def _next(

@@ -87,12 +87,25 @@ def grpo_simulator(ref: GenerationRef, policy: Trainee) -> list[dict]:
     return training_rows(ref, "simulator", "grpo", records, config.simulator_lr, advantages)
 
 
-def simulator_records(ref: GenerationRef) -> list[tuple[list[dict], str, float]]:
-    """(context messages, target text, RWR weight) for a seeded draw of D_env as of this generation."""
-    config, domain = ref.config, ref.domain
+def drawable_records(ref: GenerationRef) -> dict[str, float]:
+    """D_env's records the simulator may train on this generation, with their RWR weights, in the order they joined:
+    every record, or with simulator_pool_rescore this generation's and the earlier ones whose p̂ now (`rescores`)
+    keeps them in the band, at their new weight."""
     env = ref.warehouse.read("pool", run_id=ref.run_id, pool="env")
     env = env.filter(env["generation"] <= ref.generation).sort("generation", "task_id")
     weights = dict(env.select("task_id", "weight").iter_rows())
+    if not ref.config.simulator_pool_rescore:
+        return weights
+    rescored = ref.warehouse.read("rescores", run_id=ref.run_id, generation=ref.generation).filter(in_band=True)
+    now: dict[str, float] = dict(rescored.select("task_id", "rwr_weight").iter_rows())
+    joined = set(env.filter(generation=ref.generation)["task_id"])
+    return {t: now[t] if t in now else w for t, w in weights.items() if t in joined or t in now}
+
+
+def simulator_records(ref: GenerationRef) -> list[tuple[list[dict], str, float]]:
+    """(context messages, target text, RWR weight) for a seeded draw of D_env's drawable records."""
+    config, domain = ref.config, ref.domain
+    weights = drawable_records(ref)
     chosen = draw(list(weights), config.simulator_max_records, generation_rng(config.seed, ref.generation, "d-env"))
     contexts = dict(
         ref.warehouse.read("tasks", run_id=ref.run_id)

@@ -12,6 +12,8 @@ class Purpose(StrEnum):
     """A D_train task drawn again (dynamic sampling draws more when groups lack a reward spread)."""
     ABSTENTION = "abstention"
     """A task whose right answer is to do nothing, built by construction (AbstainingDomain)."""
+    RESCORE = "rescore"
+    """A D_env record of an earlier generation answered again, as a fresh task is, to read its p̂ now (not a group)."""
     HELDOUT = "heldout"
     """The held-out seeds, answered greedily after the update: the generation's held-out measure."""
     PROBE_BEFORE = "probe_before"

@@ -92,7 +92,8 @@ class Trajectories(_Strict):
     trajectory_id: str = pa.Field(unique=True)
     task_id: str
     purpose: str = pa.Field(isin=[p.value for p in Purpose])
-    """fresh / pool / abstention: the GRPO groups (simulator tasks, D_train draws, abstention tasks); heldout: greedy,
+    """fresh / pool / abstention: the GRPO groups (simulator tasks, D_train draws, abstention tasks); rescore: sampled,
+    on D_env records of earlier generations (their p̂ now, simulator_pool_rescore); heldout: greedy,
     on held-out seeds; probe_before / probe_after: greedy, on a fixed sample of this generation's fresh tasks, before
     and after the agent's update."""
     sample_index: int = pa.Field(ge=0)
@@ -143,6 +144,22 @@ class Batches(_Strict):
     in_band: bool
     rwr_weight: float = pa.Field(ge=0)
     """The unit's tasks' weight in D_env (Alg. 1), 0 outside the band."""
+
+
+class Rescores(_Strict):
+    """A D_env record of an earlier generation answered again by this generation's agent before the simulator's RWR
+    (simulator_pool_rescore): its p̂ now, and whether it is still in the α band (out of it, RWR skips it this
+    generation; it stays in D_env)."""
+
+    run_id: str
+    generation: int = pa.Field(ge=1)
+    task_id: str
+    n_answers: int = pa.Field(ge=1)
+    p_hat: float = pa.Field(ge=0, le=1)
+    generator_reward: float
+    in_band: bool
+    rwr_weight: float = pa.Field(ge=0)
+    """Its weight in this generation's RWR, w ∝ exp(λ R_env) among the rescored records in the band; 0 outside it."""
 
 
 class Training(_Strict):
@@ -218,11 +235,12 @@ TABLES: dict[str, type[pa.DataFrameModel]] = {
     "trajectories": Trajectories,
     "turns": Turns,
     "batches": Batches,
+    "rescores": Rescores,
     "training": Training,
     "evaluations": Evaluations,
     "evaluation_items": EvaluationItems,
 }
-GENERATION_TABLES = ("tasks", "pool", "trajectories", "turns", "batches", "training")
+GENERATION_TABLES = ("tasks", "pool", "trajectories", "turns", "batches", "rescores", "training")
 """Tables whose rows belong to one generation: readers see them once the generation is committed."""
 
 PARTITIONS: dict[str, list[str]] = {

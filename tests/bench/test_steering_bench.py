@@ -63,11 +63,8 @@ def test_the_bar_needs_the_target_up_beyond_its_interval_validity_kept_and_the_p
     assert not steering.passes(change(0.05, 0.25, -0.01, 0.4), valid, change(0.1, 0.25, 0.02, 0.3))  # interval
 
 
-@pytest.mark.parametrize(("arm", "pooled"), [("rwr-oracle", [3]), ("placebo", [2, 3])])
-def test_rwr_arms_pool_what_their_reward_admits_once_each(steering, tiny_model_dir: Path, arm, pooled) -> None:
-    """The oracle admits only the output the agent solves half the time (3 operators), the placebo every new valid
-    one; copies and rejected outputs never enter, and a pooled output written again is not pooled twice."""
-    s = steering.settings_from(
+def _settings(steering, rescore: bool = False):
+    return steering.settings_from(
         steering.argparse.Namespace(
             smoke=True,
             rounds=2,
@@ -86,11 +83,18 @@ def test_rwr_arms_pool_what_their_reward_admits_once_each(steering, tiny_model_d
             beta=2.0,
             rwr_lambda=1.0,
             invalid_advantage=-1.0,
+            rescore=rescore,
         ),
         steering.GenEnvConfig(),
     )
+
+
+@pytest.mark.parametrize(("arm", "pooled"), [("rwr-oracle", [3]), ("placebo", [2, 3])])
+def test_rwr_arms_pool_what_their_reward_admits_once_each(steering, tiny_model_dir: Path, arm, pooled) -> None:
+    """The oracle admits only the output the agent solves half the time (3 operators), the placebo every new valid
+    one; copies and rejected outputs never enter, and a pooled output written again is not pooled twice."""
     policy = PolicyPair.load(tiny_model_dir, LoraSettings(r=4, alpha=8, target_modules=("q_proj", "v_proj")))
-    trainer = steering.Trainer(steering.ARMS[arm], s, ARITHMETIC, 0)
+    trainer = steering.Trainer(steering.ARMS[arm], _settings(steering), ARITHMETIC, 0)
     prompts = [ARITHMETIC.simulator_messages(_seed(1), 0.9)] * 2
     written = [
         _written(steering, 0, 3),
@@ -102,6 +106,25 @@ def test_rwr_arms_pool_what_their_reward_admits_once_each(steering, tiny_model_d
     for round_ in range(2):
         trainer.round(policy, written, prompts, curve, round_, random.Random(0))
     assert sorted(trainer.pool) == sorted(ARITHMETIC.dedup_key(_seed(ops)) for ops in pooled)
+
+
+def test_rescoring_takes_a_record_the_agent_outgrew_out_of_the_draw_and_keeps_it(
+    steering, tiny_model_dir: Path
+) -> None:
+    """With --rescore, a record admitted at 3 operators is re-read when the agent gets better (3 operators now solved
+    80% of the time): it stays pooled but is not trained on, while a new 4-operator record is; without --rescore the
+    outgrown record keeps training the simulator."""
+    policy = PolicyPair.load(tiny_model_dir, LoraSettings(r=4, alpha=8, target_modules=("q_proj", "v_proj")))
+    prompts = [ARITHMETIC.simulator_messages(_seed(1), 0.9)] * 2
+    base, better = steering.CURVES["base"], steering.CURVES["better"]
+    trained = {}
+    for rescore in (True, False):
+        trainer = steering.Trainer(steering.ARMS["rwr-oracle"], _settings(steering, rescore), ARITHMETIC, 0)
+        trainer.round(policy, [_written(steering, 0, 3)], prompts, base, 0, random.Random(0))
+        trained[rescore] = trainer.round(policy, [_written(steering, 1, 4)], prompts, better, 1, random.Random(0))
+        assert len(trainer.pool) == 2
+    assert "trained on 1 (by operators {4: 1})" in trained[True] and "1 p̂ re-read" in trained[True]
+    assert "trained on 2 (by operators {3: 1, 4: 1})" in trained[False]
 
 
 def test_the_steering_bench_runs_every_arm_and_the_shift(tiny_model_dir: Path) -> None:

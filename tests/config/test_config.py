@@ -158,6 +158,7 @@ def test_rules_that_tie_fields_together_name_the_field_and_why(tmp_path):
         ({"reward_scope": "batch"}, "^simulator_update: grpo needs reward_scope=task"),
         ({"run_name": " "}, "^run_name: must not be empty"),
         ({"lora_targets": "q_proj,,v_proj"}, "^lora_targets: must name modules"),
+        ({"simulator_pool_rescore": True}, "^simulator_pool_rescore: re-reads D_env's records for RWR: needs .*=rwr"),
     ]
     for values, message in cases:
         with pytest.raises(ConfigError, match=message):
@@ -178,8 +179,8 @@ def test_replace_takes_typed_values_without_a_text_round_trip():
 def test_the_config_hash_of_runs_already_stored_is_unchanged():
     """Runs resume and are compared by these hashes: the default config's and configs/laptop.yaml's, as they were
     before the hash flag moved into the fields' metadata. A new field that shapes results changes them on purpose."""
-    assert GenEnvConfig().hash() == "4000f224c4289212"  # p_hat_confirm_*, simulator_clip_epsilon added
-    assert load_config(REPO / "configs" / "laptop.yaml").hash() == "baba79f887143b03"
+    assert GenEnvConfig().hash() == "4058d12ab4b4b77b"  # simulator_pool_rescore added
+    assert load_config(REPO / "configs" / "laptop.yaml").hash() == "51ad0a2fd8090efd"
 
 
 def test_the_fields_outside_the_hash_are_where_and_under_which_name_results_are_made():

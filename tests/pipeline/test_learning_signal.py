@@ -247,3 +247,87 @@ def test_the_commit_reads_the_batch_finetune_recorded_and_refuses_a_generation_w
 
     why = dict(read_staged(staging_path(ref, "agent-groups")).select("task_id", "why_not").iter_rows())
     assert why == {"a": None, "b": "equal rewards", "c": "beyond the batch"}
+
+
+def _env_records(ref: GenerationRef, generation: int, task_ids: list[str]) -> None:
+    ref.warehouse.append(
+        "pool",
+        [
+            {"run_id": ref.run_id, "generation": generation, "pool": "env", "task_id": t, "weight": 1.0}
+            for t in task_ids
+        ],
+    )
+
+
+def test_rescored_records_out_of_the_band_leave_rwrs_draw_and_stay_in_d_env(tmp_path):
+    """simulator_pool_rescore: an earlier D_env record the agent now solves half the time trains at its new weight,
+    ones it now always or rarely solves are not drawn this generation (they stay in D_env), and this generation's new
+    records are drawn as they joined; without rescoring every record is drawn with the weight it joined with."""
+    from genenv.curriculum.generator_rewards import CurriculumParams
+    from genenv.tasks.rewards import rescore_rows
+    from genenv.tasks.simulator_update import drawable_records
+
+    ref = _run(tmp_path, simulator_update="rwr", simulator_pool_rescore=True)
+    seeds = [t.task_id for t in get_domain(ref.config.domain).load_seeds()[:4]]
+    earlier, new = seeds[:3], seeds[3]
+    _env_records(ref, 1, earlier)
+    _env_records(ref, 2, [new])
+    solved_of = dict(zip(earlier, (4, 8, 1), strict=True))  # p̂ now 0.5, 1.0, 0.125
+    ref.warehouse.append(
+        "trajectories",
+        [trajectory(ref.run_id, 2, t, "rescore", k, k < solved_of[t]) for t in earlier for k in range(8)],
+    )
+    g2 = GenerationRef(ref.warehouse_uri, ref.run_id, 2, ModelRuntime())
+    config = ref.config
+    rows = rescore_rows(g2, CurriculumParams(config.alpha, config.beta, config.k_min, config.rwr_lambda))
+    by_task = {r["task_id"]: r for r in rows}
+    assert [(by_task[t]["p_hat"], by_task[t]["in_band"], by_task[t]["n_answers"]) for t in earlier] == [
+        (0.5, True, 8),
+        (1.0, False, 8),
+        (0.125, False, 8),
+    ]
+    assert by_task[earlier[0]]["rwr_weight"] == 1.0 and by_task[earlier[1]]["rwr_weight"] == 0.0
+    ref.warehouse.append("rescores", rows)
+    assert drawable_records(g2) == {earlier[0]: 1.0, new: 1.0}
+    assert len(ref.warehouse.read("pool", run_id=ref.run_id, pool="env")) == 4  # nothing left D_env
+    kept_all = _run(tmp_path / "paper", simulator_update="rwr")
+    _env_records(kept_all, 1, earlier)
+    _env_records(kept_all, 2, [new])
+    kept_all.warehouse.append("rescores", [{**r, "run_id": kept_all.run_id} for r in rows])
+    g2_paper = GenerationRef(kept_all.warehouse_uri, kept_all.run_id, 2, ModelRuntime())
+    assert drawable_records(g2_paper) == dict.fromkeys([*earlier, new], 1.0)
+
+
+def test_rescoring_answers_each_earlier_d_env_record_as_a_fresh_task_is(tmp_path, tiny_model_dir):
+    """The rollout stage answers D_env's records of earlier generations p_hat_rollouts times each (purpose rescore,
+    numbered from 0), and p_hat_confirm_rollouts more where that p̂ is near α (a margin of 1: every record); a run
+    without simulator_pool_rescore answers none."""
+    from genenv.models.policy import LoraSettings, PolicyPair
+    from genenv.models.transformers_backend import TransformersBackend
+    from genenv.tasks.rollout import rescore_candidates, rescoring
+
+    backend = TransformersBackend(PolicyPair.load(tiny_model_dir, LoraSettings(r=4, alpha=8)))
+    for rescore in (True, False):
+        ref = _run(
+            tmp_path / str(rescore),
+            domain="arithmetic",
+            model=str(tiny_model_dir),
+            simulator_update="rwr",
+            simulator_pool_rescore=rescore,
+            p_hat_rollouts=3,
+            rollouts_per_task=2,
+            p_hat_confirm_rollouts=2,
+            p_hat_confirm_margin=1.0,
+            agent_max_new_tokens=4,
+        )
+        seed_pool.fn(ref)
+        seeds = [t.task_id for t in get_domain("arithmetic").load_seeds()[:3]]
+        _env_records(ref, 1, seeds[:2])
+        _env_records(ref, 2, seeds[2:])
+        g2 = GenerationRef(ref.warehouse_uri, ref.run_id, 2, ModelRuntime())
+        answers = rescoring(g2, backend, load_tasks(g2))
+        expected = sorted(seeds[:2]) if rescore else []
+        assert rescore_candidates(g2) == expected
+        assert sorted(answers["task_id"].unique()) == expected
+        assert answers.height == 5 * len(expected) and set(answers["purpose"]) <= {"rescore"}
+        assert set(answers["sample_index"]) == (set(range(5)) if rescore else set())
