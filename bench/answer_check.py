@@ -7,7 +7,9 @@ ones the domain's validation still accepts. `bench/data/labelled_c45_tasks.jsonl
 the issue-45 comparison (GenEnv-Random, seeds 0 and 2, generations 1 to 4), labelled the same way after validation;
 `bench/data/labelled_c45_g5_g8_tasks.jsonl` 50 drawn at random (seed 0) from the 67 its seeds 1 and 3 wrote in
 generations 5 to 8 (s1 g5-g8, s3 g5-g7, all there were when drawn) that the check with `value_reused` keeps: a
-sample no rule of the check was written from.
+sample no rule of the check was written from when drawn (value_unused and function_unrelated were written from it
+later). Each run also prints the share of the shipped seeds and of a catalog draw (10 requests a function, seeded) that
+the check rejects: right answers by construction, so every rejection there is a false one.
 Usage: `python bench/answer_check.py [--sample FILE]`.
 """
 
@@ -15,10 +17,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 from collections import Counter
 from pathlib import Path
 
 from genenv.domains.base import Candidate, TaskInstance, ValidationContext, get_domain
+from genenv.domains.tool_call.calls import Call, format_calls
+from genenv.domains.tool_call.catalog import CATALOG
 from genenv.domains.tool_call.domain import family_of
 
 SAMPLE = Path(__file__).parent / "data" / "labelled_simulator_tasks.jsonl"
@@ -53,6 +58,24 @@ def main() -> None:
     )
     for (reason, label), count in sorted(reasons.items()):
         print(f"  rejected {reason:<22} {label:<8} {count}")
+    false_rejects(domain)
+
+
+def false_rejects(domain) -> None:
+    """Rejections of right answers: the shipped seeds, and 10 requests the catalog writes for each function."""
+    seeds = domain.load_seeds()
+    rng = random.Random(7)
+    drawn = []
+    for name, entry in sorted(CATALOG.items()):
+        for index in range(10):
+            question, arguments = entry.make(rng)
+            spec = {"functions": [entry.schema], "question": question}
+            drawn.append(TaskInstance(f"{name}/{index}", spec, format_calls([Call(name, arguments)]), ""))
+    for label, tasks in (("shipped seeds", seeds), ("catalog draw", drawn)):
+        verdicts = [domain.validate(Candidate(raw="", task=t), ValidationContext()).reject_reason for t in tasks]
+        rejected = Counter(reason for reason in verdicts if reason is not None)
+        count = sum(rejected.values())
+        print(f"{label}: {len(tasks)}, rejected {count} ({count / len(tasks):.1%}) {dict(sorted(rejected.items()))}")
 
 
 if __name__ == "__main__":

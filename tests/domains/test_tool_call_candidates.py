@@ -216,8 +216,10 @@ def test_reject_vocabulary() -> None:
         "ungrounded_argument",
         "roles_swapped",
         "value_reused",
+        "value_unused",
         "function_mismatch",
         "enum_not_named",
+        "function_unrelated",
     )
 
 

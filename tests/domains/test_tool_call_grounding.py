@@ -56,6 +56,24 @@ def test_wrong_answers_seen_in_simulator_output_are_rejected(question: str, answ
     assert reason(question, answer) == expected
 
 
+@pytest.mark.parametrize(
+    ("question", "answer", "expected"),
+    [
+        (
+            "I want to know the forecast for Cape Town for 10 days.",
+            '[weather.get_forecast(city="Cape Town")]',
+            "value_unused",
+        ),
+        ("Forecast for Cape Town for 10 days.", '[weather.get_forecast(city="Cape Town", days=10)]', None),
+        ("Split 92 between 4 people with 15% tip.", "[finance.split_bill(total=92, people=4)]", "value_unused"),
+        ("Split 92 between 4 people with 15% tip.", "[finance.split_bill(total=92, people=4, tip_percent=15)]", None),
+    ],
+)
+def test_a_number_stated_with_a_unit_goes_to_the_parameter_of_that_unit(question, answer, expected) -> None:
+    """From the wrong labels of generations 5-8 of the issue-46 comparison: "for 10 days" with `days` at its default."""
+    assert reason(question, answer) == expected
+
+
 def test_each_wrong_value_has_its_reason() -> None:
     assert reason("Wake me up at 17:56", "[timer.start(minutes=17)]", ["timer.start"]) == "ungrounded_argument"
     assert reason("Wake me up at 17:56", '[alarm.set(time="17:50")]') == "ungrounded_argument"
