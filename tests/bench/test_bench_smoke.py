@@ -40,6 +40,10 @@ SCRIPTS: dict[str, tuple[list[str], str]] = {
     "eval_profile.py": ([*MODEL, "--cache", "{tmp}"], r"^prefill\s+[\d.]+\s+[\d.]+%"),
     "generation_batching.py": (MODEL, r"^sequential [\d.]+ tok/s \| batched [\d.]+ tok/s"),
     "heldout_paired.py": (["{synthetic}", "--smoke"], r"^demo g0 -> g2: \d+ held-out tasks"),
+    "label_sample.py": (
+        ["--warehouse", "{synthetic}", "--run", "demo", "--generations", "1-2", "--count", "3", "--out", "{tmp}/s"],
+        r"^3 of the \d+ valid simulator tasks of generations \[1, 2\] -> ",
+    ),
     "kv_cache.py": (MODEL, r"^\s+2x16\s+[\d.]+\s+[\d.]+\s+[\d.]+x\s+(True|False)"),
     "onednn_cache.py": (MODEL, r"^\s+16\s+[\d.]+\s+\d+\s+\d+$"),
     "onednn_training.py": (MODEL, r"LoRA gradients' largest relative difference"),
