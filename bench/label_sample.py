@@ -1,8 +1,8 @@
 """Draw a sample of a run's valid simulator tasks for hand labelling (bench/answer_check.py reads the labelled file).
 
-Each line holds the task's spec as the agent sees it (tool_call: functions, question) and its answer, with `correct` left null and
-`note` empty: the labeller reads each one and sets `correct` (does the answer do what the request asks?) and, for a
-wrong one, the reason in `note`. Drawn from committed generations only, seeded, so the draw can be repeated.
+Each line holds the task's spec as the agent sees it (tool_call: functions, question) and its answer, with `correct`
+left null and `note` empty: the labeller reads each one and sets `correct` (does the answer do what the request asks?)
+and, for a wrong one, the reason in `note`. Drawn from committed generations only, seeded, so the draw can be repeated.
 
     python bench/label_sample.py --warehouse data/l56/warehouse --run RUN --generations 5-8 --count 50 \
         --out bench/data/labelled_l56_g5_g8_tasks.jsonl

@@ -82,6 +82,7 @@ GENERATION_ZERO_NEUTRAL = frozenset(
         "simulator_clip_epsilon",
         "simulator_max_records",
         "simulator_pool_rescore",
+        "simulator_min_records",
     }
 )
 """Fields generation 0 (seed set, warm start, held-out measure) never reads: arms that differ only in these share one

@@ -302,6 +302,13 @@ class GenEnvConfig:
     simulator_max_records: int = _f(
         64, "RWR: cap on D_env records the simulator trains on per generation.", within="[1, inf)"
     )
+    simulator_min_records: int = _f(
+        1,
+        "RWR: the fewest drawable D_env records the simulator trains on; with fewer it waits a generation. One record "
+        "trained at lr 1e-3 made the laptop run's simulator write that record's request for every seed (valid tasks "
+        "58% -> 0%, docs/results.md section 12); the steering bench's pools that steered held 6 to 40.",
+        within="[1, inf)",
+    )
     simulator_pool_rescore: bool = _f(
         False,
         "RWR: each generation the agent answers D_env's records of earlier generations again (at most "

@@ -102,10 +102,9 @@ def drawable_records(ref: GenerationRef) -> dict[str, float]:
     return {t: now.get(t, w) for t, w in weights.items() if t in joined or t in now}
 
 
-def simulator_records(ref: GenerationRef) -> list[tuple[list[dict], str, float]]:
-    """(context messages, target text, RWR weight) for a seeded draw of D_env's drawable records."""
+def simulator_records(ref: GenerationRef, weights: dict[str, float]) -> list[tuple[list[dict], str, float]]:
+    """(context messages, target text, RWR weight) for a seeded draw of the drawable records (`weights`)."""
     config, domain = ref.config, ref.domain
-    weights = drawable_records(ref)
     chosen = draw(list(weights), config.simulator_max_records, generation_rng(config.seed, ref.generation, "d-env"))
     contexts = dict(
         ref.warehouse.read("tasks", run_id=ref.run_id)
@@ -118,10 +117,12 @@ def simulator_records(ref: GenerationRef) -> list[tuple[list[dict], str, float]]
 
 
 def rwr_simulator(ref: GenerationRef, policy: Trainee) -> list[dict]:
+    """RWR on a draw of D_env's drawable records, once there are simulator_min_records of them."""
     config = ref.config
-    examples = [encode_example(policy.tokenizer, c, target, w) for c, target, w in simulator_records(ref)]
-    if not examples:
+    drawable = drawable_records(ref)
+    if not drawable or len(drawable) < config.simulator_min_records:
         return []
+    examples = [encode_example(policy.tokenizer, c, t, w) for c, t, w in simulator_records(ref, drawable)]
     with progress_bar(f"g{ref.generation} RWR simulator", config.simulator_epochs * len(examples)) as bar:
         records = ref.runtime.fit(
             policy,

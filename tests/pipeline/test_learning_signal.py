@@ -331,3 +331,19 @@ def test_rescoring_answers_each_earlier_d_env_record_as_a_fresh_task_is(tmp_path
         assert sorted(answers["task_id"].unique()) == expected
         assert answers.height == 5 * len(expected) and set(answers["purpose"]) <= {"rescore"}
         assert set(answers["sample_index"]) == (set(range(5)) if rescore else set())
+
+
+def test_rwr_waits_until_d_env_holds_simulator_min_records(tmp_path):
+    """A simulator fine-tuned on one record writes that record's request for every seed (the laptop run of
+    docs/results.md section 12): RWR trains only on a pool of at least simulator_min_records drawable records."""
+    from genenv.tasks.simulator_update import rwr_simulator
+
+    ref = _run(tmp_path, simulator_update="rwr", simulator_min_records=3)
+    seeds = [t.task_id for t in get_domain(ref.config.domain).load_seeds()[:2]]
+    _env_records(ref, 1, seeds)
+    g1 = GenerationRef(ref.warehouse_uri, ref.run_id, 1, ModelRuntime())
+    assert rwr_simulator(g1, policy=None) == []  # two records: the model is not touched
+    fewer = _run(tmp_path / "two", simulator_update="rwr", simulator_min_records=2)
+    _env_records(fewer, 1, seeds)
+    with pytest.raises(KeyError):  # two are enough: it goes on to read the records' tasks (none are stored here)
+        rwr_simulator(GenerationRef(fewer.warehouse_uri, fewer.run_id, 1, ModelRuntime()), policy=None)
