@@ -20,7 +20,7 @@ at the difficulty whose success is α (the target), and the new valid problems' 
 beyond the placebo's.
 
     python bench/steering.py [--arms rwr-shipped,rwr-oracle,placebo] [--bench-seeds 3] [--rounds 6] [--prompts 12]
-        [--variations 8] [--lr 1e-3] [--shift] [--smoke --model DIR]
+        [--variations 8] [--lr 1e-3] [--min-records 1] [--rescore] [--shift] [--smoke --model DIR]
 
 Pass (issue 52), for the update the flow ships with the shipped reward: new outputs at the target up by at least 15
 points beyond the interval, the valid share not down by more than 5 points, and at least 10 points beyond the placebo's
@@ -96,6 +96,8 @@ class Settings:
     temperature: float
     top_p: float
     max_new_tokens: int
+    min_records: int = 1
+    """RWR trains only on a draw from at least this many drawable records (the flow's simulator_min_records)."""
     rescore: bool = False
     """Each round, re-read every pooled record's p̂ from the current agent (as it was admitted: rollouts, then
     confirmation): a record out of the band stays pooled but leaves the draw until it is back in."""
@@ -250,6 +252,8 @@ class Trainer:
         """Weighted SFT on a draw of at most max_records of the drawable pool records, w ∝ exp(λ R_env) (placebo: all
         alike)."""
         s = self.settings
+        if len(drawable) < max(s.min_records, 1):
+            return f"pool {len(self.pool)}, {len(drawable)} drawable: waits for {s.min_records}"
         chosen = random.Random(f"{self.seed}/{round_}").sample(drawable, min(s.max_records, len(drawable)))
         records = [self.pool[key] for key in chosen]
         weights = (
@@ -258,8 +262,6 @@ class Trainer:
         examples = [
             WeightedExample(e.prompt_ids, e.target_ids, w) for (e, _, _), w in zip(records, weights, strict=True)
         ]
-        if not examples:
-            return f"pool {len(self.pool)}, none in the band"
         weighted_sft(
             policy,
             "simulator",
@@ -471,6 +473,7 @@ def settings_from(args: argparse.Namespace, config: GenEnvConfig) -> Settings:
         top_p=0.9,
         max_new_tokens=8 if small else 64,
         rescore=args.rescore,
+        min_records=args.min_records,
     )
 
 
@@ -498,6 +501,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--rwr-lambda", type=float, default=config.rwr_lambda)
     parser.add_argument("--invalid-advantage", type=float, default=config.simulator_invalid_advantage)
     parser.add_argument("--warm-start-epochs", type=int, default=3)
+    parser.add_argument("--min-records", type=int, default=config.simulator_min_records)
     parser.add_argument(
         "--rescore", action="store_true", help="re-read each pooled record's p̂ every round; out of the band, not drawn"
     )

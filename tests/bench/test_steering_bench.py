@@ -63,7 +63,7 @@ def test_the_bar_needs_the_target_up_beyond_its_interval_validity_kept_and_the_p
     assert not steering.passes(change(0.05, 0.25, -0.01, 0.4), valid, change(0.1, 0.25, 0.02, 0.3))  # interval
 
 
-def _settings(steering, rescore: bool = False):
+def _settings(steering, rescore: bool = False, min_records: int = 1):
     return steering.settings_from(
         steering.argparse.Namespace(
             smoke=True,
@@ -84,6 +84,7 @@ def _settings(steering, rescore: bool = False):
             rwr_lambda=1.0,
             invalid_advantage=-1.0,
             rescore=rescore,
+            min_records=min_records,
         ),
         steering.GenEnvConfig(),
     )
@@ -156,3 +157,13 @@ def test_the_steering_bench_runs_every_arm_and_the_shift(tiny_model_dir: Path) -
         assert re.search(line, out, re.M), out
     assert re.search(rf"^  end\s+new at 3 {share} \| new at 4 {share}$", out, re.M), out
     assert "end against midway: new at 4" in out and out.rstrip().splitlines()[-1].startswith("total")
+
+
+def test_rwr_waits_for_min_records_drawable(steering, tiny_model_dir: Path) -> None:
+    """--min-records (the flow's simulator_min_records): one pooled record is not trained on when two are asked for."""
+    policy = PolicyPair.load(tiny_model_dir, LoraSettings(r=4, alpha=8, target_modules=("q_proj", "v_proj")))
+    prompts = [ARITHMETIC.simulator_messages(_seed(1), 0.9)] * 2
+    base = steering.CURVES["base"]
+    for wanted, trained in ((2, "1 drawable: waits for 2"), (1, "trained on 1")):
+        trainer = steering.Trainer(steering.ARMS["rwr-oracle"], _settings(steering, min_records=wanted), ARITHMETIC, 0)
+        assert trained in trainer.round(policy, [_written(steering, 0, 3)], prompts, base, 0, random.Random(0))
