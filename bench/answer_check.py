@@ -8,8 +8,13 @@ the issue-45 comparison (GenEnv-Random, seeds 0 and 2, generations 1 to 4), labe
 `bench/data/labelled_c45_g5_g8_tasks.jsonl` 50 drawn at random (seed 0) from the 67 its seeds 1 and 3 wrote in
 generations 5 to 8 (s1 g5-g8, s3 g5-g7, all there were when drawn) that the check with `value_reused` keeps: a
 sample no rule of the check was written from when drawn (value_unused and function_unrelated were written from it
-later). Each run also prints the share of the shipped seeds and of a catalog draw (10 requests a function, seeded) that
-the check rejects: right answers by construction, so every rejection there is a false one.
+later). `bench/data/labelled_l56b_g1_g5_tasks.jsonl` is the fresh sample no rule was written from: 50 of the 59 valid
+simulator tasks of generations 1-5 of the laptop run l56b (configs/laptop.yaml forked from l56's generation 0 with
+simulator_min_records=8, written under the checks of before value_unused and function_unrelated), drawn by
+`python bench/label_sample.py --warehouse data/l56/warehouse --run l56b-20261206-004959-058f --generations 1-5
+--count 50 --out bench/data/labelled_l56b_g1_g5_tasks.jsonl` and labelled by hand. Each run also prints the share
+of the shipped seeds and of a catalog draw (10 requests a function, seeded) that the check rejects: right answers by
+construction, so every rejection there is a false one.
 Usage: `python bench/answer_check.py [--sample FILE]`.
 """
 
