@@ -252,6 +252,7 @@ def _wheel_of_installed(package: str, root: Path) -> Path:
     folder.mkdir(parents=True)
     files = [line.split(",")[0] for line in (info / "RECORD").read_text().splitlines()]
     files = [f for f in files if "__pycache__" not in f and not f.endswith(("/RECORD", "/INSTALLER", "/REQUESTED"))]
+    files = [f for f in files if not f.startswith("../") and not f.endswith("/direct_url.json")]  # pip writes these
     record = []
     with zipfile.ZipFile(folder / f"{info.name.removesuffix('.dist-info')}-py3-none-any.whl", "w") as archive:
         for name in files:
