@@ -11,6 +11,7 @@ import math
 
 import polars as pl
 
+from genenv.config import GenEnvConfig
 from genenv.curriculum.generator_rewards import near_band
 from genenv.curriculum.pools import (
     Group,
@@ -76,7 +77,7 @@ def rollout(generated: StageOutput) -> Rollouts:
     abstention_order = sorted(fresh_tasks(ref, known, origin="abstention").values(), key=_built_index)
     target, share = call_target(ref, fresh), config.abstention_share
     backend = ref.runtime.backend(config, committed_checkpoints(ref, ref.generation - 1), reference_checkpoints(ref))
-    samples = {Purpose.FRESH: max(config.rollouts_per_task, config.p_hat_rollouts)}
+    samples = {Purpose.FRESH: _first_answers(config)}
     samples |= {Purpose.POOL: config.rollouts_per_task, Purpose.ABSTENTION: config.rollouts_per_task}
 
     queues = {Purpose.POOL: pool_order, Purpose.ABSTENTION: abstention_order}  # each purpose's draws, in order
@@ -111,22 +112,9 @@ CONFIRM_ROUND = 1_000
 
 
 def confirming(ref: GenerationRef, backend, groups: dict[str, Group], known: dict[str, TaskInstance]) -> pl.DataFrame:
-    """p_hat_confirm_rollouts more answers to each fresh task whose p̂ over its first answers (its group's `success`)
-    lies within p_hat_confirm_margin of α, numbered after them (outside the GRPO group): the rewards stage reads p̂
-    over all of them."""
-    config = ref.config
-    near = [
-        (known[task_id], Purpose.FRESH)
-        for task_id, group in sorted(groups.items())
-        if group.purpose == Purpose.FRESH
-        and group.success is not None
-        and near_band(group.success, config.alpha, config.p_hat_confirm_margin)
-    ]
-    if not config.p_hat_confirm_rollouts or not near:
-        return pl.DataFrame(schema=ANSWER_SCHEMA)
-    sampling = agent_sampling(config, ref.generation, CONFIRM_ROUND)
-    more = answer_tasks(ref, backend, near, config.p_hat_confirm_rollouts, sampling, "confirm p̂")
-    return more.with_columns(pl.col("sample_index") + max(config.rollouts_per_task, config.p_hat_rollouts))
+    """More answers to each fresh task whose p̂ over its first answers (its group's `success`) lies near α, outside
+    its GRPO group: the rewards stage reads p̂ over all of them."""
+    return _near_alpha_again(ref, backend, groups, Purpose.FRESH, known, CONFIRM_ROUND)
 
 
 RESCORE_ROUND = 2_000
@@ -145,29 +133,47 @@ def rescore_candidates(ref: GenerationRef) -> list[str]:
 
 
 def rescoring(ref: GenerationRef, backend, known: dict[str, TaskInstance]) -> pl.DataFrame:
-    """Each of `rescore_candidates` answered as a fresh task is: p_hat_rollouts answers, then p_hat_confirm_rollouts
-    more where their p̂ lies within p_hat_confirm_margin of α (numbered after them), so a record stays in the band by
-    the test it joined by. The rewards stage reads each one's p̂ from them."""
+    """Each of `rescore_candidates` answered as a fresh task is (p_hat_rollouts answers, then more near α), so a
+    record stays in the band by the test it joined by. The rewards stage reads each one's p̂ from them."""
     config = ref.config
     work = [(known[task_id], Purpose.RESCORE) for task_id in rescore_candidates(ref)]
     if not work:
         return pl.DataFrame(schema=ANSWER_SCHEMA)
-    first_count = max(config.rollouts_per_task, config.p_hat_rollouts)
-    first = answer_tasks(
-        ref, backend, work, first_count, agent_sampling(config, ref.generation, RESCORE_ROUND), "re-read D_env"
-    )
-    solved = scored(ref, first, known).with_columns(solved=pl.col("reward") >= config.solved_threshold)
-    success = solved.group_by("task_id").agg(pl.col("solved").mean())
+    sampling = agent_sampling(config, ref.generation, RESCORE_ROUND)
+    first = answer_tasks(ref, backend, work, _first_answers(config), sampling, "re-read D_env")
+    groups = groups_of(ref, scored(ref, first, known), known)
+    more = _near_alpha_again(ref, backend, groups, Purpose.RESCORE, known, RESCORE_ROUND + 1)
+    return pl.concat([first, more])
+
+
+def _first_answers(config: GenEnvConfig) -> int:
+    """How many answers a fresh (or re-read) task gets before its p̂ is confirmed."""
+    return max(config.rollouts_per_task, config.p_hat_rollouts)
+
+
+def _near_alpha_again(
+    ref: GenerationRef,
+    backend,
+    groups: dict[str, Group],
+    purpose: Purpose,
+    known: dict[str, TaskInstance],
+    round_: int,
+) -> pl.DataFrame:
+    """p_hat_confirm_rollouts more answers to each `purpose` task whose p̂ over its first answers (its group's
+    `success`) lies within p_hat_confirm_margin of α, numbered after them, sampled with the seed of `round_`."""
+    config = ref.config
     near = [
-        (known[task_id], Purpose.RESCORE)
-        for task_id, share in sorted(success.iter_rows())
-        if near_band(share, config.alpha, config.p_hat_confirm_margin)
+        (known[task_id], purpose)
+        for task_id, group in sorted(groups.items())
+        if group.purpose == purpose
+        and group.success is not None
+        and near_band(group.success, config.alpha, config.p_hat_confirm_margin)
     ]
     if not config.p_hat_confirm_rollouts or not near:
-        return first
-    sampling = agent_sampling(config, ref.generation, RESCORE_ROUND + 1)
-    more = answer_tasks(ref, backend, near, config.p_hat_confirm_rollouts, sampling, "confirm re-read p̂")
-    return pl.concat([first, more.with_columns(pl.col("sample_index") + first_count)])
+        return pl.DataFrame(schema=ANSWER_SCHEMA)
+    sampling = agent_sampling(config, ref.generation, round_)
+    more = answer_tasks(ref, backend, near, config.p_hat_confirm_rollouts, sampling, f"confirm p̂ ({purpose})")
+    return more.with_columns(pl.col("sample_index") + _first_answers(config))
 
 
 def _next(
