@@ -14,7 +14,7 @@ import polars as pl
 
 from genenv.config import GenEnvConfig
 from genenv.curriculum.batches import BatchOutcome, BatchScore, TaskOutcome, score_batches, score_tasks
-from genenv.curriculum.generator_rewards import GENERATOR_REWARDS, CurriculumParams, in_band, rwr_weights
+from genenv.curriculum.generator_rewards import CurriculumParams
 from genenv.curriculum.pools import grow_pool
 from genenv.domains.base import REPEAT
 from genenv.faults import crash_point
@@ -124,27 +124,29 @@ def d_env_weights(scores: list[BatchScore], valid_tasks: Iterable[tuple[str, str
 
 
 def rescore_rows(ref: GenerationRef, params: CurriculumParams) -> list[dict]:
-    """One `rescores` row per D_env record the agent answered again this generation: p̂ over those answers (Eq. 2),
-    R_env (Eq. 3), the band filter, and RWR weights w ∝ exp(λ R_env) among the records still in the band."""
+    """One `rescores` row per D_env record the agent answered again this generation, scored as the record was when it
+    joined (`score_tasks`): p̂ over those answers, R_env, the band, RWR weights among the records still in it."""
+    config = ref.config
     answers = ref.warehouse.read("trajectories", run_id=ref.run_id, generation=ref.generation, purpose=Purpose.RESCORE)
-    per_task = answers.group_by("task_id").agg(
-        pl.len().alias("n_answers"), pl.col("solved").cast(pl.Float64).mean().alias("p_hat")
-    )
-    reward = GENERATOR_REWARDS[ref.config.generator_reward]
-    rows = [
+    if answers.is_empty():
+        return []
+    per_task = answers.group_by("task_id").agg(pl.len().alias("n"), pl.col("solved").cast(pl.Float64).mean())
+    records = ref.warehouse.read("tasks", run_id=ref.run_id).filter(pl.col("task_id").is_in(per_task["task_id"]))
+    rows = per_task.join(records.select("task_id", "batch_id", "seed_task_id"), on="task_id").sort("task_id")
+    outcomes = [
+        TaskOutcome(r["task_id"], r["batch_id"], r["seed_task_id"], r["solved"]) for r in rows.iter_rows(named=True)
+    ]
+    scores = score_tasks(outcomes, config.generator_reward, params, config.simulator_invalid_advantage)
+    return [
         {
             "run_id": ref.run_id,
             "generation": ref.generation,
-            "task_id": task_id,
-            "n_answers": n_answers,
-            "p_hat": p_hat,
-            "generator_reward": reward(p_hat, params),
-            "in_band": in_band(p_hat, params),
-            "rwr_weight": 0.0,
+            "task_id": s.task_id,
+            "n_answers": n,
+            "p_hat": s.p_hat,
+            "generator_reward": s.generator_reward,
+            "in_band": s.in_band,
+            "rwr_weight": s.rwr_weight,
         }
-        for task_id, n_answers, p_hat in per_task.sort("task_id").iter_rows()
+        for s, n in zip(scores, rows["n"], strict=True)
     ]
-    kept = [row for row in rows if row["in_band"]]
-    for row, weight in zip(kept, rwr_weights([row["generator_reward"] for row in kept], params), strict=True):
-        row["rwr_weight"] = weight
-    return rows

@@ -268,6 +268,7 @@ def test_rescored_records_out_of_the_band_leave_rwrs_draw_and_stay_in_d_env(tmp_
     from genenv.tasks.simulator_update import drawable_records
 
     ref = _run(tmp_path, simulator_update="rwr", simulator_pool_rescore=True)
+    seed_pool.fn(ref)  # the records' tasks
     seeds = [t.task_id for t in get_domain(ref.config.domain).load_seeds()[:4]]
     earlier, new = seeds[:3], seeds[3]
     _env_records(ref, 1, earlier)
@@ -345,5 +346,5 @@ def test_rwr_waits_until_d_env_holds_simulator_min_records(tmp_path):
     assert rwr_simulator(g1, policy=None) == []  # two records: the model is not touched
     fewer = _run(tmp_path / "two", simulator_update="rwr", simulator_min_records=2)
     _env_records(fewer, 1, seeds)
-    with pytest.raises(KeyError):  # two are enough: it goes on to read the records' tasks (none are stored here)
+    with pytest.raises(KeyError, match=seeds[0]):  # two are enough: it goes on to read their tasks (none are stored)
         rwr_simulator(GenerationRef(fewer.warehouse_uri, fewer.run_id, 1, ModelRuntime()), policy=None)
