@@ -41,13 +41,12 @@ def resolve_sentence_model(spec: str, cache_dir: Path) -> Path:
 
 
 def check_sentence_model(spec: str, cache_dir: Path) -> None:
-    """What `resolve_sentence_model` needs, checked before a run starts (the embedded wheel, or the folder)."""
-    if spec == SENTENCE_MODEL and (Path(cache_dir) / _FOLDER / "config.json").is_file():
-        return
-    if spec == SENTENCE_MODEL:
+    """What `resolve_sentence_model` needs, checked before a run starts: the embedded wheel (unless its folder is
+    already unzipped), the local folder, or the hub id fetched."""
+    if spec != SENTENCE_MODEL:
+        resolve_sentence_model(spec, cache_dir)
+    elif not (Path(cache_dir) / _FOLDER / "config.json").is_file():
         _wheel_zip()
-        return
-    resolve_sentence_model(spec, cache_dir)
 
 
 def _wheel_zip() -> Path:
@@ -94,7 +93,7 @@ class SentenceEncoder:
                 mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
                 pooled = (hidden * mask).sum(1) / mask.sum(1)
                 parts.append(torch.nn.functional.normalize(pooled, dim=-1))
-        return torch.cat(parts) if parts else torch.empty(0, self.model.config.hidden_size)
+        return torch.cat(parts)
 
 
 @cache

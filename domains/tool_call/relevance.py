@@ -15,6 +15,7 @@ from __future__ import annotations
 import random
 import threading
 from collections.abc import Callable
+from functools import cache
 from typing import Any
 
 import torch
@@ -28,12 +29,12 @@ REFERENCE_REQUESTS = 60
 
 
 class Relevance:
-    """The fit of calls to a request; the encoder loads, and each function's references are embedded, on first use."""
+    """The fit of calls to a request; the encoder loads, and each function's references are embedded, on first use
+    (once per encoder and process: a domain is built on every `ref.domain`)."""
 
     def __init__(self, load_encoder: Callable[[], SentenceEncoder]) -> None:
         self._load_encoder = load_encoder
         self._encoder: SentenceEncoder | None = None
-        self._references: dict[str, torch.Tensor] = {}
         self._lock = threading.Lock()
 
     def fit(self, calls: list[Call], functions: list[dict[str, Any]], request: str) -> float:
@@ -42,23 +43,28 @@ class Relevance:
         if not calls:
             return 1.0
         by_name = {f["name"]: f for f in functions}
-        asked = self._encode([request])[0]
-        return min(float((self._references_of(by_name[call.name]) @ asked).max()) for call in calls)
+        encoder = self._loaded()
+        asked = encoder.encode([request])[0]
+        return min(float((_references(encoder, by_name[call.name]) @ asked).max()) for call in calls)
 
     def unrelated(self, calls: list[Call], functions: list[dict[str, Any]], request: str) -> bool:
         return self.fit(calls, functions, request) < FIT_MIN
 
-    def _encode(self, texts: list[str]) -> torch.Tensor:
+    def _loaded(self) -> SentenceEncoder:
         with self._lock:
             if self._encoder is None:
                 self._encoder = self._load_encoder()
-        return self._encoder.encode(texts)
+            return self._encoder
 
-    def _references_of(self, function: dict[str, Any]) -> torch.Tensor:
-        name = function["name"]
-        if name not in self._references:
-            self._references[name] = self._encode(reference_requests(function))
-        return self._references[name]
+
+def _references(encoder: SentenceEncoder, function: dict[str, Any]) -> torch.Tensor:
+    """The embedded reference requests of `function`, drawn and embedded once per encoder and function."""
+    return _embedded_references(encoder, function["name"], function.get("description", ""))
+
+
+@cache
+def _embedded_references(encoder: SentenceEncoder, name: str, description: str) -> torch.Tensor:
+    return encoder.encode(reference_requests({"name": name, "description": description}))
 
 
 def reference_requests(function: dict[str, Any]) -> list[str]:
