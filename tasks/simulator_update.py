@@ -120,7 +120,7 @@ def rwr_simulator(ref: GenerationRef, policy: Trainee) -> list[dict]:
     """RWR on a draw of D_env's drawable records, once there are simulator_min_records of them."""
     config = ref.config
     drawable = drawable_records(ref)
-    if not drawable or len(drawable) < config.simulator_min_records:
+    if len(drawable) < config.simulator_min_records:  # at least 1
         return []
     examples = [encode_example(policy.tokenizer, c, t, w) for c, t, w in simulator_records(ref, drawable)]
     with progress_bar(f"g{ref.generation} RWR simulator", config.simulator_epochs * len(examples)) as bar:
