@@ -155,10 +155,13 @@ def select_groups(
     groups: Mapping[str, Group], call_target: int, share: float, rng: random.Random, dense: bool = True
 ) -> list[str]:
     """The ids of the groups GRPO trains on, sorted. With `dense` (DAPO's dynamic sampling) only groups whose rewards
-    differ. Call groups first: every fresh one, then pool ones up to `call_target` in all; then abstaining groups of any
-    source (fresh, pool or constructed), `abstentions_for_share(share, calls kept)` of them, so `share` is the share of
-    the trained groups that teach abstaining, whatever drew them. Where more qualify than fit, a seeded draw chooses."""
+    differ. Call groups first: fresh ones (at most `call_target`), then pool ones up to `call_target` in all; then
+    abstaining groups of any source (fresh, pool or constructed), `abstentions_for_share(share, calls kept)` of them, so
+    `share` is the share of the trained groups that teach abstaining, whatever drew them. Where more qualify than fit,
+    a seeded draw chooses."""
     fresh, pool, abstaining = _usable(groups, dense)
+    if len(fresh) > call_target:  # a fixed agent batch (agent_call_groups) below what the simulator wrote
+        fresh = sorted(draw(fresh, call_target, rng))
     calls = fresh + draw(pool, max(call_target - len(fresh), 0), rng)
     return sorted(calls + draw(abstaining, abstentions_for_share(share, len(calls)), rng))
 
@@ -167,7 +170,7 @@ def still_missing(groups: Mapping[str, Group], call_target: int, share: float, d
     """(call groups, abstaining groups) that `select_groups` falls short of a full batch by (`call_target` calls and
     their share of abstentions): what another draw of tasks should fill."""
     fresh, pool, abstaining = _usable(groups, dense)
-    calls = len(fresh) + min(len(pool), max(call_target - len(fresh), 0))
+    calls = min(len(fresh), call_target) + min(len(pool), max(call_target - len(fresh), 0))
     kept_abstaining = min(len(abstaining), abstentions_for_share(share, calls))
     return call_target - calls, max(abstentions_for_share(share, call_target) - kept_abstaining, 0)
 

@@ -54,6 +54,7 @@ GENERATION_ZERO_NEUTRAL = frozenset(
         "p_hat_confirm_rollouts",
         "p_hat_confirm_margin",
         "pool_tasks_per_generation",
+        "agent_call_groups",
         "agent_temperature",
         "agent_top_p",
         "abstention_share",

@@ -154,6 +154,14 @@ class GenEnvConfig:
         within="[2, inf)",
     )
     pool_tasks_per_generation: int = _f(8, "Tasks sampled from the pool D_train and rolled out too.", within="[0, inf)")
+    agent_call_groups: int = _f(
+        0,
+        "The agent's batch in call groups, whatever the simulator writes: fresh call groups first (a seeded draw where "
+        "more qualify), pool groups after, abstaining ones as abstention_share of them. 0: it follows the simulator, "
+        "one per fresh call task plus pool_tasks_per_generation, so a larger simulator budget grows the agent's update "
+        "(2.5x at 4x the outputs, docs/performance.md).",
+        within="[0, inf)",
+    )
     agent_max_new_tokens: int = _f(
         128,
         "Token cap for one agent answer, in training and in the held-out measure: BFCL's scoring cap, so training "

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from genenv.config import GenEnvConfig
 from genenv.curriculum.pools import GROUP_KINDS, Group, generation_rng, select_groups
 from genenv.domains.base import AbstainingDomain, Domain, TaskInstance
 from genenv.tasks.context import GenerationRef, load_tasks
@@ -33,8 +34,14 @@ RECORD_SCHEMA = pl.Schema(
 
 
 def call_target(ref: GenerationRef, fresh: dict[str, TaskInstance]) -> int:
-    """The intended call groups: one per fresh task that asks for an action, plus pool_tasks_per_generation."""
-    return sum(not abstains(ref.domain, t) for t in fresh.values()) + ref.config.pool_tasks_per_generation
+    """The intended call groups of a generation whose fresh tasks are `fresh` (`intended_calls`)."""
+    return intended_calls(ref.config, sum(not abstains(ref.domain, t) for t in fresh.values()))
+
+
+def intended_calls(config: GenEnvConfig, fresh_calls: int) -> int:
+    """The agent's batch in call groups: agent_call_groups, or where that is 0 one per fresh task that asks for an
+    action (`fresh_calls`) plus pool_tasks_per_generation."""
+    return config.agent_call_groups or fresh_calls + config.pool_tasks_per_generation
 
 
 def abstains(domain: Domain, task: TaskInstance) -> bool:
@@ -83,8 +90,8 @@ def group_rows(ref: GenerationRef) -> pl.DataFrame:
 
 def select_batch(ref: GenerationRef, rows: pl.DataFrame) -> AgentBatch:
     """Every rolled-out group, and those GRPO trains on: with dynamic sampling only those whose rewards differ, up to
-    the intended batch (every fresh call task's count of call groups plus pool_tasks_per_generation), and abstaining
-    groups of any source as `abstention_share` of what is trained (curriculum.pools.select_groups)."""
+    the intended batch (`intended_calls`), and abstaining groups of any source as `abstention_share` of what is
+    trained (curriculum.pools.select_groups)."""
     config = ref.config
     known = load_tasks(ref, rows["task_id"].unique().to_list())
     drawn = groups_of(ref, rows, known)

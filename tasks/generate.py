@@ -20,6 +20,7 @@ from genenv.domains.decontamination import domain_index
 from genenv.faults import crash_point
 from genenv.models.sampling import Completion
 from genenv.tasks.adapter_lineage import committed_checkpoints, reference_checkpoints
+from genenv.tasks.agent_groups import intended_calls
 from genenv.tasks.context import (
     GenerationRef,
     earlier_sampled_answers,
@@ -134,12 +135,12 @@ def abstentions_for(
     ref: GenerationRef, domain: Domain, pool: list[TaskInstance], fresh_calls: int
 ) -> list[tuple[TaskInstance, str]]:
     """This generation's abstention tasks, each with the id of the task whose means it offers, the domain's kinds in
-    equal shares: enough for the abstention share of a full batch (`fresh_calls` + pool_tasks_per_generation call
+    equal shares: enough for the abstention share of a full batch (`intended_calls` with `fresh_calls` call
     groups) in every round dynamic sampling may draw; none for a domain without abstention."""
     config = ref.config
     if not isinstance(domain, AbstainingDomain) or config.abstention_share == 0:
         return []
-    count = abstentions_for_share(config.abstention_share, fresh_calls + config.pool_tasks_per_generation)
+    count = abstentions_for_share(config.abstention_share, intended_calls(config, fresh_calls))
     count = max(count, 1) * (config.dynamic_sampling_draws if config.dynamic_sampling else 1)
     kinds = domain.abstention_builders(pool)
 

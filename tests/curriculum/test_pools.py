@@ -51,6 +51,24 @@ def test_abstention_is_a_share_of_what_is_trained_whatever_its_source():
     assert "f-equal" in everything and len(everything) == 15 + 7  # no spread needed, the cap is 15 of 30
 
 
+def test_a_fixed_agent_batch_takes_fresh_groups_first_and_no_more_than_it_holds():
+    """agent_call_groups below the simulator's fresh tasks: a seeded draw of the fresh call groups fills the batch, no
+    pool group joins, and nothing is missing (so dynamic sampling draws no more pool tasks)."""
+    groups = {
+        **{f"f{i}": group("fresh", False, 1.0, 0.0) for i in range(12)},
+        **{f"p{i}": group("pool", False, 0.0, 1.0) for i in range(4)},
+        **{f"a{i}": group("abstention", True, 1.0, 0.0) for i in range(3)},
+    }
+    kept = select_groups(groups, call_target=6, share=0.25, rng=random.Random(0))
+    calls = [i for i in kept if not groups[i].abstains]
+    assert len(calls) == 6 and all(i.startswith("f") for i in calls)
+    assert len(kept) - len(calls) == 2  # 25% of 8 trained groups
+    assert calls != [f"f{i}" for i in range(6)]  # drawn, not the first ones
+    assert kept == select_groups(groups, call_target=6, share=0.25, rng=random.Random(0))
+    assert still_missing(groups, 6, 0.25) == (0, 0)
+    assert still_missing(groups, 20, 0.25) == (4, 4)  # 16 calls with a spread; 3 abstaining of the 7 for 20 calls
+
+
 def test_group_kinds():
     assert [
         group(purpose, abstains, 0.0).kind

@@ -226,6 +226,17 @@ def test_fresh_tasks_near_alpha_get_more_rollouts_numbered_after_their_first(tmp
     assert set(more["sample_index"]) == set(range(4, 4 + confirm))
 
 
+def test_the_agents_batch_follows_the_simulator_unless_fixed():
+    """agent_call_groups: 0 keeps one call group per fresh call task plus the pool's; a number holds the batch there
+    however many tasks the simulator writes, also for the abstention tasks generate builds for that batch."""
+    from genenv.config import GenEnvConfig
+    from genenv.tasks.agent_groups import intended_calls
+
+    assert intended_calls(GenEnvConfig(pool_tasks_per_generation=6), 40) == 46
+    assert intended_calls(GenEnvConfig(pool_tasks_per_generation=6, agent_call_groups=20), 40) == 20
+    assert intended_calls(GenEnvConfig(pool_tasks_per_generation=6, agent_call_groups=20), 3) == 20
+
+
 def test_the_commit_reads_the_batch_finetune_recorded_and_refuses_a_generation_without_one(tmp_path):
     """finetune records each drawn group, trained or why not; commit reads that record instead of selecting again,
     so a resumed run whose finetune was skipped reports what was trained."""
