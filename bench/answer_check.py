@@ -12,7 +12,8 @@ later). `bench/data/labelled_l56b_g1_g5_tasks.jsonl` is the fresh sample no rule
 simulator tasks of generations 1-5 of the laptop run l56b (configs/laptop.yaml forked from l56's generation 0 with
 simulator_min_records=8, written under the checks of before value_unused and function_unrelated), drawn by
 `python bench/label_sample.py --warehouse data/l56/warehouse --run l56b-20261206-004959-058f --generations 1-5
---count 50 --out bench/data/labelled_l56b_g1_g5_tasks.jsonl` and labelled by hand. Each run also prints the share
+--count 50 --out bench/data/labelled_l56b_g1_g5_tasks.jsonl` and labelled by hand (unit_mismatch and
+enum_named_unused were written later from its wrong labels). Each run also prints the share
 of the shipped seeds and of a catalog draw (10 requests a function, seeded) that the check rejects: right answers by
 construction, so every rejection there is a false one.
 Usage: `python bench/answer_check.py [--sample FILE]`.

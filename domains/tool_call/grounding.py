@@ -11,9 +11,13 @@ Reject reasons, in the order they are checked:
   destination_country="Norway" for "a passport from Japan, visit Norway"; roles.py);
 - value_unused: a number the request states with a unit ("for 10 days", "300ml") that a called function has a
   parameter for (days, ml) is not that parameter's value (left at its default, or another number);
+- unit_mismatch: a number the request states only with a unit ("for 2 people") fills a parameter whose name and
+  description speak of another (radius_km=2);
 - function_mismatch: the request speaks of another offered function and not of the called one (intent.py);
 - enum_not_named: an enum value the request names neither as itself nor by another name ("mi": "miles",
   names.py), unless it is the parameter's default;
+- enum_named_unused: an enum value the request names ("the ozone level") that an enum parameter of a called function
+  offers, while no enum argument of the calls takes it (pollutant left at its default "pm2.5");
 - function_unrelated: the request is not the kind of request a called function serves, by a sentence encoder
   (relevance.py; only where the domain has one).
 """
@@ -36,8 +40,10 @@ REJECT_REASONS = (
     "roles_swapped",
     "value_reused",
     "value_unused",
+    "unit_mismatch",
     "function_mismatch",
     "enum_not_named",
+    "enum_named_unused",
     "function_unrelated",
 )
 
@@ -58,7 +64,15 @@ UNIT_PARAMETERS = {
 }
 """A unit a request states a number in -> the word a parameter's name holds when it takes that number ("days",
 "max_minutes", "radius_km", "tip_percent")."""
+UNIT_SYNONYMS = {
+    "people": ("people", "person", "passenger", "guest", "party", "seat", "traveler", "traveller", "adult", "serving"),
+    "percent": ("percent", "%", "rate", "0 to 100"),
+}
+"""Other words a parameter's name or description holds when it takes a number of that unit (seats for "3 people",
+"Volume from 0 to 100" for "40 percent")."""
 _HHMM = re.compile(r"\d{2}:\d{2}")
+_NUMBER_AND_WORD = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?:\s*(%|[a-z]+\b))?", re.IGNORECASE)
+"""Every number a request states, with the word after it when there is one."""
 
 
 @dataclass(frozen=True)
@@ -99,10 +113,14 @@ def answer_error(
         return "value_reused"
     if unit_value_unused(calls, functions, request):
         return "value_unused"
+    if unit_mismatch(calls, functions, request):
+        return "unit_mismatch"
     if intent.mismatch(calls, functions, request):
         return "function_mismatch"
     if not all(_is_default(value, spec) or stated.names(value) for spec, value in arguments if "enum" in spec):
         return "enum_not_named"
+    if enum_named_unused(calls, functions, stated):
+        return "enum_named_unused"
     if relevance is not None and relevance.unrelated(calls, functions, request):
         return "function_unrelated"
     return None
@@ -119,8 +137,52 @@ def unit_value_unused(calls: list[Call], functions: list[dict[str, Any]], reques
     return False
 
 
+def unit_mismatch(calls: list[Call], functions: list[dict[str, Any]], request: str) -> bool:
+    """A numeric argument whose number the request states only with units (every time it states it) of which the
+    parameter's name and description hold none, and no other argument of its call names (from_unit="g" carries
+    "130 grams"): "2 people" as radius_km, "210 grams" as max_price."""
+    parameters = {f["name"]: f["parameters"]["properties"] for f in functions}
+    for call in calls:
+        named = {n.lower() for v in call.arguments.values() if isinstance(v, str) for n in names_of(v)}
+        carried = {UNIT_PARAMETERS[n] for n in named if n in UNIT_PARAMETERS}
+        for name, value in call.arguments.items():
+            if not _is_number(value) or name not in parameters[call.name]:
+                continue
+            about = f"{name} {parameters[call.name][name].get('description', '')}".lower()
+            units = _units_of(value, request) - carried
+            if units and not any(word in about for unit in units for word in UNIT_SYNONYMS.get(unit, (unit,))):
+                return True
+    return False
+
+
+def _units_of(number: float, request: str) -> set[str]:
+    """The units (UNIT_PARAMETERS' words) the request states `number` with; nothing when it states it once without a
+    unit it knows."""
+    units = set()
+    for stated, word in _NUMBER_AND_WORD.findall(request):
+        if _same_number(float(stated), number):
+            unit = UNIT_PARAMETERS.get(word.lower())
+            if unit is None:
+                return set()
+            units.add(unit)
+    return units
+
+
+def enum_named_unused(calls: list[Call], functions: list[dict[str, Any]], stated: Stated) -> bool:
+    """A called function's enum parameter offers a value the request names, and no enum argument of the calls takes
+    it (given, or the parameter's default where it is left out)."""
+    parameters = {f["name"]: f["parameters"]["properties"] for f in functions}
+    enums = [(call, name, spec) for call in calls for name, spec in parameters[call.name].items() if "enum" in spec]
+    taken = {call.arguments.get(name, spec.get("default")) for call, name, spec in enums}
+    return any(value not in taken and stated.names(value) for _, _, spec in enums for value in spec["enum"])
+
+
 def _same_number(value: Any, number: float) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and abs(value - number) < 1e-9
+    return _is_number(value) and abs(value - number) < 1e-9
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _arguments(calls: list[Call], functions: list[dict[str, Any]]) -> list[tuple[dict[str, Any], Any]]:

@@ -217,8 +217,10 @@ def test_reject_vocabulary() -> None:
         "roles_swapped",
         "value_reused",
         "value_unused",
+        "unit_mismatch",
         "function_mismatch",
         "enum_not_named",
+        "enum_named_unused",
         "function_unrelated",
     )
 
