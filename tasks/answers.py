@@ -2,12 +2,14 @@
 
 A single-turn domain's answer is one completion. A multi-turn domain's is an episode: every turn, the agent's
 next reply in all episodes still in play comes from one batched generation, then each game answers; the
-trajectory is the whole conversation as one token sequence with a mask on the agent's words.
+trajectory is the whole conversation as one token sequence with a mask on the agent's words. Each answer is judged
+once, as it is made (R_agent, Eq. 1): rollout's dynamic sampling reads that verdict, and verify stores it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections import defaultdict
 from collections.abc import Mapping
 
@@ -16,7 +18,7 @@ import polars as pl
 from genenv.domains.base import Domain, Episode, MultiTurnDomain, TaskInstance, Verdict
 from genenv.models.conversation import encode_conversation
 from genenv.models.sampling import GenerationBackend, PolicyBackend, SamplingSettings, encode_prompt
-from genenv.tasks.context import GenerationRef, load_tasks, progress_bar
+from genenv.tasks.context import GenerationRef, progress_bar
 from genenv.warehouse.purposes import Purpose
 
 ANSWER_SCHEMA = pl.Schema(
@@ -29,8 +31,13 @@ ANSWER_SCHEMA = pl.Schema(
         "prompt_ids": pl.List(pl.Int64),
         "completion_ids": pl.List(pl.Int64),
         "completion_mask": pl.List(pl.Int8),
+        "reward": pl.Float64(),
+        "parsed_action": pl.String(),
+        "parse_error": pl.String(),
+        "turns": pl.String(),
     }
 )
+"""Answers as generated and judged; `turns`: a multi-turn verdict's replayed turns as JSON (null for one turn)."""
 TURN_SEED_STRIDE = 7919
 """Each turn samples with its own seed (sampling seed + turn x this prime), so turns do not repeat each other."""
 
@@ -43,8 +50,8 @@ def answer_tasks(
     sampling: SamplingSettings,
     label: str,
 ) -> pl.DataFrame:
-    """`samples` agent answers to each (task, purpose) (a count per purpose, or one for all), as rows of raw
-    completions (episodes when multi-turn), generated in one batched call."""
+    """`samples` agent answers to each (task, purpose) (a count per purpose, or one for all), as rows of
+    completions (episodes when multi-turn) with their verdicts, generated in one batched call."""
     counts = samples if isinstance(samples, Mapping) else defaultdict(lambda: samples)
     work = [(task, purpose, k) for task, purpose in tasks for k in range(counts[purpose])]
     domain = ref.domain  # built on each access
@@ -65,6 +72,7 @@ def answer_tasks(
             "prompt_ids": completion.prompt_ids,
             "completion_ids": completion.completion_ids,
             "completion_mask": None,
+            **_verdict(domain, task, completion.text, completion.finished),
         }
         for (task, purpose, k), completion in zip(work, completions, strict=True)
     ]
@@ -107,6 +115,7 @@ def _play_episodes(
                     "prompt_ids": ids[:start],
                     "completion_ids": ids[start:],
                     "completion_mask": mask[start:],
+                    **_verdict(domain, task, episode.transcript(), episode.ended_by_game),
                 }
             )
     finally:
@@ -115,13 +124,22 @@ def _play_episodes(
     return pl.DataFrame(rows, schema=ANSWER_SCHEMA)
 
 
+def _verdict(domain: Domain, task: TaskInstance, completion: str, finished: bool) -> dict:
+    """An answer's verdict (`judge`) as its ANSWER_SCHEMA columns."""
+    verdict = judge(domain, task, completion, finished)
+    return {
+        "reward": verdict.reward,
+        "parsed_action": verdict.parsed_action,
+        "parse_error": verdict.parse_error,
+        "turns": json.dumps(list(verdict.turns)) if verdict.turns else None,
+    }
+
+
 def trajectory_rows(ref: GenerationRef, answers: pl.DataFrame) -> tuple[list[dict], list[dict]]:
-    """Score raw agent answers into `trajectories` rows, and the `turns` rows of multi-turn episodes."""
-    domain, threshold = ref.domain, ref.config.solved_threshold
-    tasks = load_tasks(ref, answers["task_id"].unique().to_list())
+    """Judged answers as `trajectories` rows, and the `turns` rows of multi-turn episodes."""
+    threshold = ref.config.solved_threshold
     rows, turns = [], []
     for a in answers.iter_rows(named=True):
-        verdict = judge(domain, tasks[a["task_id"]], a["completion"], a["finished"])
         trajectory_id = ref.key(a["purpose"], a["task_id"], a["sample_index"])
         rows.append(
             {
@@ -135,10 +153,10 @@ def trajectory_rows(ref: GenerationRef, answers: pl.DataFrame) -> tuple[list[dic
                 "finished": a["finished"],
                 "prompt_tokens": len(a["prompt_ids"]),
                 "completion_tokens": len(a["completion_ids"]),
-                "parsed_action": verdict.parsed_action,
-                "parse_error": verdict.parse_error,
-                "reward": verdict.reward,
-                "solved": verdict.reward >= threshold,
+                "parsed_action": a["parsed_action"],
+                "parse_error": a["parse_error"],
+                "reward": a["reward"],
+                "solved": a["reward"] >= threshold,
                 "prompt_ids": a["prompt_ids"],
                 "completion_ids": a["completion_ids"],
                 "completion_mask": a["completion_mask"],
@@ -146,7 +164,7 @@ def trajectory_rows(ref: GenerationRef, answers: pl.DataFrame) -> tuple[list[dic
         )
         turns += [
             {"run_id": ref.run_id, "generation": ref.generation, "trajectory_id": trajectory_id, **turn}
-            for turn in verdict.turns
+            for turn in json.loads(a["turns"] or "[]")
         ]
     return rows, turns
 

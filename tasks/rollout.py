@@ -24,7 +24,7 @@ from genenv.curriculum.pools import (
 from genenv.domains.base import TaskInstance
 from genenv.tasks.adapter_lineage import committed_checkpoints, reference_checkpoints
 from genenv.tasks.agent_groups import call_target, groups_of
-from genenv.tasks.answers import ANSWER_SCHEMA, answer_tasks, judge
+from genenv.tasks.answers import ANSWER_SCHEMA, answer_tasks
 from genenv.tasks.context import (
     GenerationRef,
     agent_sampling,
@@ -45,8 +45,11 @@ SPREAD_GUESS = 0.5
 
 
 def rollouts_staged(generated: StageOutput) -> Rollouts | None:
+    """The staged rollouts, when they carry their verdicts (answers staged by a genenv that judged them in verify
+    are answered again)."""
     uri = staging_path(generated.ref, "rollouts")
-    return Rollouts(generated.ref, uri=uri) if read_staged(uri) is not None else None
+    staged = read_staged(uri)
+    return Rollouts(generated.ref, uri=uri) if staged is not None and "reward" in staged.columns else None
 
 
 def last_success(ref: GenerationRef, task_ids: list[str]) -> dict[str, float]:
@@ -54,15 +57,6 @@ def last_success(ref: GenerationRef, task_ids: list[str]) -> dict[str, float]:
     rows = earlier_sampled_answers(ref).filter(pl.col("task_id").is_in(task_ids))
     latest = rows.filter(pl.col("generation") == pl.col("generation").max().over("task_id"))
     return dict(latest.group_by("task_id").agg(pl.col("solved").cast(pl.Float64).mean()).iter_rows())
-
-
-def scored(ref: GenerationRef, answers: pl.DataFrame, known: dict[str, TaskInstance]) -> pl.DataFrame:
-    """`answers` with each one's R_agent, as verify will record it."""
-    domain = ref.domain
-    rewards = [
-        judge(domain, known[a["task_id"]], a["completion"], a["finished"]).reward for a in answers.iter_rows(named=True)
-    ]
-    return answers.with_columns(reward=pl.Series(rewards, dtype=pl.Float64))
 
 
 @generation_stage(done=rollouts_staged, reads=("tasks", "pool", "generations", "trajectories"), gpu=True)
@@ -89,7 +83,7 @@ def rollout(generated: StageOutput) -> Rollouts:
     for round_ in range(rounds):
         answers = answer_tasks(ref, backend, work, samples, agent_sampling(config, ref.generation, round_), "rollout")
         answered.append(answers)
-        groups |= groups_of(ref, scored(ref, answers, known), known)
+        groups |= groups_of(ref, answers, known)
         missing = still_missing(groups, target, share, config.dynamic_sampling)
         wanted = {purpose: math.ceil(count / SPREAD_GUESS) for purpose, count in zip(queues, missing, strict=True)}
         work = _next(queues, drawn, wanted)
@@ -141,7 +135,7 @@ def rescoring(ref: GenerationRef, backend, known: dict[str, TaskInstance]) -> pl
         return pl.DataFrame(schema=ANSWER_SCHEMA)
     sampling = agent_sampling(config, ref.generation, RESCORE_ROUND)
     first = answer_tasks(ref, backend, work, _first_answers(config), sampling, "re-read D_env")
-    groups = groups_of(ref, scored(ref, first, known), known)
+    groups = groups_of(ref, first, known)
     more = _near_alpha_again(ref, backend, groups, Purpose.RESCORE, known, RESCORE_ROUND + 1)
     return pl.concat([first, more])
 

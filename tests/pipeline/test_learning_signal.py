@@ -187,7 +187,7 @@ def test_fresh_tasks_near_alpha_get_more_rollouts_numbered_after_their_first(tmp
     from genenv.models.transformers_backend import TransformersBackend
     from genenv.tasks.agent_groups import groups_of
     from genenv.tasks.answers import ANSWER_SCHEMA
-    from genenv.tasks.rollout import confirming, scored
+    from genenv.tasks.rollout import confirming
 
     ref = _run(
         tmp_path,
@@ -211,6 +211,10 @@ def test_fresh_tasks_near_alpha_get_more_rollouts_numbered_after_their_first(tmp
                 "prompt_ids": [1],
                 "completion_ids": [2],
                 "completion_mask": None,
+                "reward": float(k < solved_of[t.task_id]),
+                "parsed_action": None,
+                "parse_error": None,
+                "turns": None,
             }
             for t in seeds
             for k in range(4)
@@ -219,7 +223,7 @@ def test_fresh_tasks_near_alpha_get_more_rollouts_numbered_after_their_first(tmp
     )
     backend = TransformersBackend(PolicyPair.load(tiny_model_dir, LoraSettings(r=4, alpha=8)))
     known = {t.task_id: t for t in seeds}
-    more = confirming(ref, backend, groups_of(ref, scored(ref, first, known), known), known)
+    more = confirming(ref, backend, groups_of(ref, first, known), known)
     expected = {seeds[0].task_id, seeds[2].task_id} if confirm else set()
     assert set(more["task_id"]) == expected
     assert more.height == confirm * len(expected)
@@ -235,6 +239,45 @@ def test_the_agents_batch_follows_the_simulator_unless_fixed():
     assert intended_calls(GenEnvConfig(pool_tasks_per_generation=6), 40) == 46
     assert intended_calls(GenEnvConfig(pool_tasks_per_generation=6, agent_call_groups=20), 40) == 20
     assert intended_calls(GenEnvConfig(pool_tasks_per_generation=6, agent_call_groups=20), 3) == 20
+
+
+def test_verify_stores_the_verdict_each_answer_was_judged_with_as_it_was_made(tmp_path):
+    """R_agent is computed once, where the answer is made (dynamic sampling reads it there): verify stores the staged
+    verdict and does not judge again, so the two can never disagree; rollouts staged without verdicts are redone."""
+    from genenv.tasks.answers import ANSWER_SCHEMA
+    from genenv.tasks.contract import Rollouts, StageOutput
+    from genenv.tasks.rollout import rollouts_staged
+    from genenv.tasks.staging import write_staged
+    from genenv.tasks.verify import verify
+
+    ref = _run(tmp_path, domain="arithmetic")
+    seed_pool.fn(ref)
+    task = get_domain("arithmetic").load_seeds()[0]
+    g1 = GenerationRef(ref.warehouse_uri, ref.run_id, 1, ModelRuntime())
+    answer = {
+        "task_id": task.task_id,
+        "purpose": "fresh",
+        "finished": True,
+        "completion": f"Answer: {task.answer}",  # right: judging it again would give 1.0
+        "prompt_ids": [1],
+        "completion_ids": [2],
+        "completion_mask": None,
+        "parsed_action": "recorded",
+        "parse_error": None,
+        "turns": None,
+    }
+    staged = pl.DataFrame(
+        [{**answer, "sample_index": 0, "reward": 0.25}, {**answer, "sample_index": 1, "reward": 1.0}],
+        schema=ANSWER_SCHEMA,
+    )
+    uri = write_staged(g1, "rollouts", staged)
+    assert rollouts_staged(StageOutput(g1)) == Rollouts(g1, uri=uri)
+    verify.fn(Rollouts(g1, uri=uri))
+    stored = g1.warehouse.read("trajectories", run_id=ref.run_id, generation=1).sort("sample_index")
+    assert stored["reward"].to_list() == [0.25, 1.0] and stored["solved"].to_list() == [False, True]
+    assert set(stored["parsed_action"]) == {"recorded"}
+    write_staged(g1, "rollouts", staged.drop("reward", "parsed_action", "parse_error", "turns"))
+    assert rollouts_staged(StageOutput(g1)) is None
 
 
 def test_the_commit_reads_the_batch_finetune_recorded_and_refuses_a_generation_without_one(tmp_path):
