@@ -56,6 +56,26 @@ def _f(default: Any, help: str, *, within: str = "", choices: tuple[str, ...] = 
 
 
 @dataclass(frozen=True)
+class RoleUpdate:
+    """One role's update in generations 1..T, the one way every stage configures a `fit`: the agent and the
+    simulator have the same set of settings (`agent_*` and `simulator_*` fields), so neither can miss one."""
+
+    lr: float
+    kl_coef: float
+    epochs: int
+    minibatch_size: int
+    clip_epsilon: float
+
+    def grpo(self) -> dict[str, Any]:
+        """Keyword settings of models.grpo.grpo_update."""
+        return dataclasses.asdict(self)
+
+    def sft(self) -> dict[str, Any]:
+        """Keyword settings of models.rwr.weighted_sft, which has no minibatches to clip over."""
+        return {"lr": self.lr, "kl_coef": self.kl_coef, "epochs": self.epochs}
+
+
+@dataclass(frozen=True)
 class GenEnvConfig:
     # --- run ---
     run_name: str = _f(
@@ -408,6 +428,10 @@ class GenEnvConfig:
     def models_dir(self) -> Path:
         """Where base models are converted or downloaded to, once per data folder."""
         return Path(self.data_dir).resolve() / "models"
+
+    def role_update(self, role: str) -> RoleUpdate:
+        """The update settings of `role` ('agent' or 'simulator') in generations 1..T, from its `<role>_*` fields."""
+        return RoleUpdate(**{f.name: getattr(self, f"{role}_{f.name}") for f in fields(RoleUpdate)})
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

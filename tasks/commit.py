@@ -96,7 +96,7 @@ def _simulator_update(steps: pl.DataFrame, config: GenEnvConfig) -> dict[str, An
     """The records the simulator trained on this generation (each pass counts them once) and the optimizer steps it
     took: a GRPO step without signal is recorded with 0 seconds and leaves the weights alone."""
     return {
-        "simulator_records": int(steps["n_rows"].sum()) // config.simulator_epochs,
+        "simulator_records": int(steps["n_rows"].sum()) // config.role_update("simulator").epochs,
         "simulator_steps": steps.filter(pl.col("seconds") > 0).height,
     }
 

@@ -8,6 +8,7 @@ carries over from the previous generation's snapshot.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import polars as pl
@@ -76,24 +77,21 @@ def finetune(rewarded: StageOutput) -> Adapters:
     policy = ref.runtime.training(config, previous, reference_checkpoints(ref))
 
     samples, batch = agent_groups(ref)
-    steps = config.agent_epochs * math.ceil(len(samples) / config.agent_minibatch_size)
+    update = config.role_update("agent")
+    steps = update.epochs * math.ceil(len(samples) / update.minibatch_size)
     with progress_bar(f"g{ref.generation} GRPO agent", steps, unit="step") as bar:
         agent_log = ref.runtime.fit(
             policy,
             grpo_update,
             "agent",
             samples,
-            lr=config.agent_lr,
-            kl_coef=config.agent_kl_coef,
-            epochs=config.agent_epochs,
-            minibatch_size=config.agent_minibatch_size,
+            **update.grpo(),
             micro_batch_size=config.train_batch_size,
-            clip_epsilon=config.agent_clip_epsilon,
             seed=update_seed(config.seed, ref.generation),
             temperature=agent_sampling(config, ref.generation).logprob_temperature,
             progress=bar.update,
         )
-    rows = training_rows(ref, "agent", "grpo", agent_log, config.agent_lr, group_advantages(samples))
+    rows = training_rows(ref, "agent", "grpo", agent_log, update.lr, group_advantages(samples))
     replay = [
         encode_example(policy.tokenizer, m, reply)
         for t in replay_tasks(ref)
@@ -106,13 +104,12 @@ def finetune(rewarded: StageOutput) -> Adapters:
                 weighted_sft,
                 "agent",
                 replay,
-                lr=config.agent_lr,
-                kl_coef=0.0,
+                **dataclasses.replace(update, kl_coef=0.0, epochs=1).sft(),  # one pass, no anchor: the gold answers
                 batch_size=config.train_batch_size,
                 seed=update_seed(config.seed, ref.generation),
                 progress=bar.update,
             )
-        rows += training_rows(ref, "agent", "replay", replay_log, config.agent_lr)
+        rows += training_rows(ref, "agent", "replay", replay_log, update.lr)
 
     simulator_rows = train_simulator(ref, policy)
     rows += simulator_rows

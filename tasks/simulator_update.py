@@ -66,25 +66,22 @@ def simulator_groups(ref: GenerationRef) -> tuple[list[GroupSample], list[float]
 def grpo_simulator(ref: GenerationRef, policy: Trainee) -> list[dict]:
     config = ref.config
     samples, advantages = simulator_groups(ref)
-    steps = config.simulator_epochs * math.ceil(len(samples) / config.simulator_minibatch_size)
+    update = config.role_update("simulator")
+    steps = update.epochs * math.ceil(len(samples) / update.minibatch_size)
     with progress_bar(f"g{ref.generation} GRPO simulator", steps, unit="step") as bar:
         records = ref.runtime.fit(
             policy,
             grpo_update,
             "simulator",
             samples,
-            lr=config.simulator_lr,
-            kl_coef=config.simulator_kl_coef,
-            epochs=config.simulator_epochs,
-            minibatch_size=config.simulator_minibatch_size,
-            clip_epsilon=config.simulator_clip_epsilon,
+            **update.grpo(),
             micro_batch_size=config.train_batch_size,
             seed=update_seed(config.seed, ref.generation),
             temperature=simulator_sampling(config, ref.generation).logprob_temperature,
             advantages=advantages,
             progress=bar.update,
         )
-    return training_rows(ref, "simulator", "grpo", records, config.simulator_lr, advantages)
+    return training_rows(ref, "simulator", "grpo", records, update.lr, advantages)
 
 
 def drawable_records(ref: GenerationRef) -> dict[str, float]:
@@ -123,20 +120,19 @@ def rwr_simulator(ref: GenerationRef, policy: Trainee) -> list[dict]:
     if len(drawable) < config.simulator_min_records:  # at least 1
         return []
     examples = [encode_example(policy.tokenizer, c, t, w) for c, t, w in simulator_records(ref, drawable)]
-    with progress_bar(f"g{ref.generation} RWR simulator", config.simulator_epochs * len(examples)) as bar:
+    update = config.role_update("simulator")
+    with progress_bar(f"g{ref.generation} RWR simulator", update.epochs * len(examples)) as bar:
         records = ref.runtime.fit(
             policy,
             weighted_sft,
             "simulator",
             examples,
-            lr=config.simulator_lr,
-            kl_coef=config.simulator_kl_coef,
-            epochs=config.simulator_epochs,
+            **update.sft(),
             batch_size=config.train_batch_size,
             seed=update_seed(config.seed, ref.generation),
             progress=bar.update,
         )
-    return training_rows(ref, "simulator", "rwr", records, config.simulator_lr, [e.weight for e in examples])
+    return training_rows(ref, "simulator", "rwr", records, update.lr, [e.weight for e in examples])
 
 
 SIMULATOR_UPDATES: dict[str, Callable[[GenerationRef, Trainee], list[dict]]] = {

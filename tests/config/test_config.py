@@ -250,3 +250,13 @@ def test_the_agent_and_the_simulator_have_the_same_update_settings():
     for role in ("agent", "simulator"):
         assert all(f"{role}_{name}" in FIELDS for name in settings), role
     assert GenEnvConfig().simulator_clip_epsilon == GenEnvConfig().agent_clip_epsilon == 0.2
+
+
+def test_both_roles_are_updated_with_the_same_set_of_settings():
+    """RoleUpdate is the one way a stage configures an update: every setting it has exists for the agent and the
+    simulator (the simulator's GRPO once ran without a clip setting of its own), and each reads its own role's."""
+    config = GenEnvConfig(agent_lr=1e-4, simulator_lr=1e-3, agent_clip_epsilon=0.1, simulator_clip_epsilon=0.3)
+    agent, simulator = config.role_update("agent"), config.role_update("simulator")
+    assert (agent.lr, agent.clip_epsilon, simulator.lr, simulator.clip_epsilon) == (1e-4, 0.1, 1e-3, 0.3)
+    assert set(agent.grpo()) == {"lr", "kl_coef", "epochs", "minibatch_size", "clip_epsilon"}
+    assert agent.sft() == {"lr": 1e-4, "kl_coef": config.agent_kl_coef, "epochs": config.agent_epochs}

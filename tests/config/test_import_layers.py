@@ -7,6 +7,8 @@ import ast
 import importlib.util
 from pathlib import Path
 
+from genenv.config import RoleUpdate
+
 LAYERS = (
     ("cli", ("genenv.cli",)),
     ("commands", ("genenv.commands",)),
@@ -154,3 +156,19 @@ def test_no_stage_imports_another_stage():
     assert {"genenv.tasks.rollout", "genenv.tasks.finetune", "genenv.tasks.commit", "genenv.tasks.fork"} <= STAGES
     crossing = [f"{name} imports {target}" for name in sorted(STAGES) for target in sorted(GRAPH[name] & STAGES)]
     assert crossing == []
+
+
+ROLE_UPDATE_FIELDS = {f"{role}_{name}" for role in ("agent", "simulator") for name in RoleUpdate.__dataclass_fields__}
+
+
+def test_updates_are_configured_only_through_role_update():
+    """No module outside the config reads a role's update field itself (`config.agent_lr`): each `fit` takes
+    `config.role_update(role)`, so the agent's and the simulator's updates cannot drift apart again."""
+    readers = [
+        f"{name} reads {node.attr}"
+        for name, path in sorted(MODULES.items())
+        if name != "genenv.config"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Attribute) and node.attr in ROLE_UPDATE_FIELDS
+    ]
+    assert readers == []
