@@ -45,8 +45,9 @@ def roles_swapped(calls: list[Call], functions: list[dict[str, Any]], request: s
 
 
 def value_reused(calls: list[Call], request: str) -> bool:
-    """True when a call puts one string value in more arguments than the request names it: each mention of a value
-    gives it one role, so "Compress photo.png as zip" cannot fill both paths and archive."""
+    """True when a call puts one value (a string or a number) in more arguments than the request names it: each
+    mention of a value gives it one role, so "Compress photo.png as zip" cannot fill both paths and archive, nor "for 8
+    years" both years and principal."""
     said = words(request)
     return any(
         len(params) > max(1, len(_positions(said, value)))
@@ -56,10 +57,13 @@ def value_reused(calls: list[Call], request: str) -> bool:
 
 
 def _values_by_words(call: Call) -> dict[tuple[str, ...], tuple[str, set[str]]]:
-    """The call's string values (list items count), keyed by their words: (one spelling, the arguments they fill)."""
+    """The call's string and number values (list items count), keyed by their words: (one spelling, the arguments
+    they fill). A whole number is spelled without its ".0", as a request states it."""
     filled: dict[tuple[str, ...], tuple[str, set[str]]] = {}
     for param, value in call.arguments.items():
         for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, int | float) and not isinstance(item, bool):
+                item = str(int(item)) if float(item).is_integer() else str(item)
             if isinstance(item, str) and words(item):
                 filled.setdefault(words(item), (item, set()))[1].add(param)
     return filled

@@ -199,6 +199,10 @@ def test_arguments_that_swap_the_roles_the_request_gives_are_rejected(question: 
         ("Make a new zip archive called ~/Projects/bomber.", '[files.compress(paths=["bomber"], archive="bomber")]'),
         ("Find all files in ~/Pictures/*.", '[files.find(pattern="*.picture", folder="~/Pictures")]'),
         ("Compress photo.png as zip.", '[files.compress(paths=["photo.png"], archive="photo.png")]'),
+        (  # a number too (the l60q census, bench/data/labelled_l60q_g1_g2_tasks.jsonl)
+            "What will be my monthly payment for 8 years at 10.33% interest?",
+            "[finance.loan_payment(principal=8, annual_rate=10.33, years=8)]",
+        ),
     ],
 )
 def test_one_stated_value_in_two_roles_is_rejected(question: str, answer: str) -> None:
