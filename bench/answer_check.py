@@ -13,7 +13,12 @@ simulator tasks of generations 1-5 of the laptop run l56b (configs/laptop.yaml f
 simulator_min_records=8, written under the checks of before value_unused and function_unrelated), drawn by
 `python bench/label_sample.py --warehouse data/l56/warehouse --run l56b-20261206-004959-058f --generations 1-5
 --count 50 --out bench/data/labelled_l56b_g1_g5_tasks.jsonl` and labelled by hand (unit_mismatch and
-enum_named_unused were written later from its wrong labels). Each run also prints the share
+enum_named_unused were written later from its wrong labels). `bench/data/labelled_l60q_g1_g2_tasks.jsonl` is a
+census no rule had seen: all 92 valid simulator tasks of generations 1-2 of run l60q (configs/laptop.yaml forked from
+l60's generation 0 with seeds_per_generation=24 and agent_call_groups=19, validated by the checks of commit 337aaf4),
+drawn by `python bench/label_sample.py --warehouse data/l60/warehouse --run l60q-20261206-045130-9ac4 --generations 1-2
+--count 200 --out bench/data/labelled_l60q_g1_g2_tasks.jsonl` and labelled by hand (value_reused's numbers were
+written later from one of its wrong labels). Each run also prints the share
 of the shipped seeds and of a catalog draw (10 requests a function, seeded) that the check rejects: right answers by
 construction, so every rejection there is a false one.
 Usage: `python bench/answer_check.py [--sample FILE]`.
