@@ -156,8 +156,8 @@ def unit_mismatch(calls: list[Call], functions: list[dict[str, Any]], request: s
 
 
 def _units_of(number: float, request: str) -> set[str]:
-    """The units (UNIT_PARAMETERS' words) the request states `number` with; nothing when it states it once without a
-    unit it knows."""
+    """The units (UNIT_PARAMETERS' words) the request states `number` with; nothing when even one of its mentions
+    has no unit this knows."""
     units = set()
     for stated, word in _NUMBER_AND_WORD.findall(request):
         if _same_number(float(stated), number):
