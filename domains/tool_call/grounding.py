@@ -34,6 +34,7 @@ from genenv.domains.tool_call.mentions import contains, dates, numbers, times, w
 from genenv.domains.tool_call.names import names_of
 from genenv.domains.tool_call.relevance import Relevance
 from genenv.domains.tool_call.roles import roles_swapped, value_reused
+from genenv.domains.tool_call.schema import is_number
 
 REJECT_REASONS = (
     "ungrounded_argument",
@@ -48,7 +49,6 @@ REJECT_REASONS = (
 )
 
 _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
-_NUMBER_AND_UNIT = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*(%|[a-z]+\b)", re.IGNORECASE)
 UNIT_PARAMETERS = {
     **dict.fromkeys(("day", "days"), "days"),
     **dict.fromkeys(("night", "nights"), "nights"),
@@ -90,7 +90,7 @@ class Stated:
 
     def names(self, value: Any) -> bool:
         """The request names `value`, as itself or by another name (names.py)."""
-        if isinstance(value, int | float) and not isinstance(value, bool) and self.has_number(value):
+        if is_number(value) and self.has_number(value):
             return True
         return any(contains(self.words, words(name)) for name in names_of(value))
 
@@ -129,7 +129,7 @@ def answer_error(
 def unit_value_unused(calls: list[Call], functions: list[dict[str, Any]], request: str) -> bool:
     """A number stated with a unit that a called function has a parameter for, which no such parameter takes."""
     parameters = {f["name"]: f["parameters"]["properties"] for f in functions}
-    for number, unit in _NUMBER_AND_UNIT.findall(request):
+    for number, unit in _NUMBER_AND_WORD.findall(request):
         word = UNIT_PARAMETERS.get(unit.lower())
         holders = [(call, name) for call in calls for name in parameters[call.name] if word and word in name]
         if holders and not any(_same_number(call.arguments.get(name), float(number)) for call, name in holders):
@@ -146,7 +146,7 @@ def unit_mismatch(calls: list[Call], functions: list[dict[str, Any]], request: s
         named = {n.lower() for v in call.arguments.values() if isinstance(v, str) for n in names_of(v)}
         carried = {UNIT_PARAMETERS[n] for n in named if n in UNIT_PARAMETERS}
         for name, value in call.arguments.items():
-            if not _is_number(value) or name not in parameters[call.name]:
+            if not is_number(value):
                 continue
             about = f"{name} {parameters[call.name][name].get('description', '')}".lower()
             units = _units_of(value, request) - carried
@@ -178,11 +178,7 @@ def enum_named_unused(calls: list[Call], functions: list[dict[str, Any]], stated
 
 
 def _same_number(value: Any, number: float) -> bool:
-    return _is_number(value) and abs(value - number) < 1e-9
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+    return is_number(value) and abs(value - number) < 1e-9
 
 
 def _arguments(calls: list[Call], functions: list[dict[str, Any]]) -> list[tuple[dict[str, Any], Any]]:

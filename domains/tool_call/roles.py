@@ -15,6 +15,7 @@ from typing import Any
 from genenv.domains.tool_call.calls import Call
 from genenv.domains.tool_call.mentions import NUMBER_WORDS, words
 from genenv.domains.tool_call.names import names_of
+from genenv.domains.tool_call.schema import is_number
 
 SOURCE, TARGET = "source", "target"
 ROLE_WORDS = {
@@ -62,7 +63,7 @@ def _values_by_words(call: Call) -> dict[tuple[str, ...], tuple[str, set[str]]]:
     filled: dict[tuple[str, ...], tuple[str, set[str]]] = {}
     for param, value in call.arguments.items():
         for item in value if isinstance(value, list) else [value]:
-            if isinstance(item, int | float) and not isinstance(item, bool):
+            if is_number(item):
                 item = str(int(item)) if float(item).is_integer() else str(item)
             if isinstance(item, str) and words(item):
                 filled.setdefault(words(item), (item, set()))[1].add(param)

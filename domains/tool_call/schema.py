@@ -7,9 +7,15 @@ from typing import Any
 
 from genenv.domains.tool_call.calls import Call
 
+
+def is_number(value: Any) -> bool:
+    """A JSON number: an int or a float, never a bool (which Python counts as an int)."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 _TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
     "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-    "float": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "float": is_number,
     "string": lambda v: isinstance(v, str),
     "boolean": lambda v: isinstance(v, bool),
     "array": lambda v: isinstance(v, list),
