@@ -232,7 +232,7 @@ def test_fresh_tasks_near_alpha_get_more_rollouts_numbered_after_their_first(tmp
 
 def test_the_agents_batch_follows_the_simulator_unless_fixed():
     """agent_call_groups: 0 keeps one call group per fresh call task plus the pool's; a number holds the batch there
-    however many tasks the simulator writes, also for the abstention tasks generate builds for that batch."""
+    however many (or few) call tasks the simulator writes."""
     from genenv.config import GenEnvConfig
     from genenv.tasks.agent_groups import intended_calls
 
