@@ -46,6 +46,7 @@ GENERATION_ZERO_NEUTRAL = frozenset(
         # what generations 1..T draw and roll out: generation 0 (seed set, warm start, greedy held-out) reads none
         "seeds_per_generation",
         "variations_per_seed",
+        "simulator_seed_draw",
         "simulator_max_new_tokens",
         "simulator_temperature",
         "simulator_top_p",

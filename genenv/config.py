@@ -29,6 +29,8 @@ class ConfigError(ValueError):
 REWARD_SCOPES = ("task", "batch")
 """The unit p̂ and R_env are computed over: one generated task's k rollouts, or one seed's n variations."""
 SIMULATOR_UPDATES = ("grpo", "rwr")
+SEED_DRAWS = ("uniform", "edge")
+"""How generate draws the seeds the simulator varies from D_train (tasks/generate.py)."""
 """How the simulator learns from its rewards (tasks/simulator_update.py)."""
 VLLM_ADAPTER_MODES = ("merged", "lora")
 """How the vllm backend gets a role's adapter (models/vllm.py)."""
@@ -162,6 +164,14 @@ class GenEnvConfig:
         8, "Seed batches per generation (tasks drawn from the seed set and pool).", within="[1, inf)"
     )
     variations_per_seed: int = _f(4, "n: variations the simulator writes per seed (one batch).", within="[1, inf)")
+    simulator_seed_draw: str = _f(
+        "uniform",
+        "'uniform': the seeds the simulator varies are a uniform draw of D_train; 'edge': a seeded weighted draw in "
+        "which a seed the agent solved at least 85% of the time when last seen (its family's latest rate where it was "
+        "never answered) weighs a quarter, as in the agent's replay draw: a variation of a task the agent always "
+        "solves is rarely in the α band.",
+        choices=SEED_DRAWS,
+    )
     simulator_max_new_tokens: int = _f(96, "Token cap for one simulator output.", within="[1, inf)")
     simulator_temperature: float = _f(0.9, "Sampling temperature of the simulator.", within="[0, inf)")
     simulator_top_p: float = _f(

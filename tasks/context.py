@@ -154,11 +154,18 @@ def fresh_tasks(
 
 
 def earlier_sampled_answers(ref: GenerationRef) -> pl.DataFrame:
-    """The agent's sampled answers to fresh and pool tasks in the run's earlier generations: what the family hint
-    (generate) and the replay draw (rollout) read the agent's recent success from."""
+    """The agent's sampled answers to fresh and pool tasks in the run's earlier generations: what the family hint and
+    the seed draw (generate) and the replay draw (rollout) read the agent's recent success from."""
     return ref.warehouse.read("trajectories", run_id=ref.run_id).filter(
         pl.col("purpose").is_in([Purpose.FRESH, Purpose.POOL]), pl.col("generation") < ref.generation
     )
+
+
+def last_success(ref: GenerationRef, task_ids: list[str]) -> dict[str, float]:
+    """Each task's share of solved answers in the last earlier generation that answered it as a fresh or pool task."""
+    rows = earlier_sampled_answers(ref).filter(pl.col("task_id").is_in(task_ids))
+    latest = rows.filter(pl.col("generation") == pl.col("generation").max().over("task_id"))
+    return dict(latest.group_by("task_id").agg(pl.col("solved").cast(pl.Float64).mean()).iter_rows())
 
 
 def probe_set(ref: GenerationRef, fresh: dict[str, TaskInstance]) -> list[TaskInstance]:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import polars as pl
 
-from genenv.curriculum.pools import abstention_tasks, abstentions_for_share, draw, generation_rng
+from genenv.curriculum.pools import abstention_tasks, abstentions_for_share, draw, generation_rng, replay_order
 from genenv.domains.base import REPEAT, AbstainingDomain, Candidate, Domain, Messages, TaskInstance, ValidationContext
 from genenv.domains.decontamination import domain_index
 from genenv.faults import crash_point
@@ -25,6 +25,7 @@ from genenv.tasks.context import (
     GenerationRef,
     earlier_sampled_answers,
     heldout_seeds,
+    last_success,
     load_tasks,
     pool_ids,
     progress_bar,
@@ -72,6 +73,25 @@ def family_success_rates(ref: GenerationRef, known: dict[str, TaskInstance]) -> 
     }
 
 
+def draw_seeds(ref: GenerationRef, d_train: list[TaskInstance], by_family: dict[str, float]) -> list[TaskInstance]:
+    """The seeds the simulator varies this generation (simulator_seed_draw): a uniform draw of D_train, or "edge", the
+    replay draw's order (`replay_order`), where a task the agent has outgrown weighs a quarter (`seed_success`)."""
+    config = ref.config
+    rng = generation_rng(config.seed, ref.generation, "seeds")
+    if config.simulator_seed_draw == "uniform":
+        return draw(d_train, config.seeds_per_generation, rng)
+    by_id = {task.task_id: task for task in d_train}
+    order = replay_order(list(by_id), seed_success(ref, d_train, by_family), rng)
+    return [by_id[task_id] for task_id in order[: config.seeds_per_generation]]
+
+
+def seed_success(ref: GenerationRef, d_train: list[TaskInstance], by_family: dict[str, float]) -> dict[str, float]:
+    """task id -> the agent's latest success on it (`last_success`) or, never answered, on its family
+    (`family_success_rates`); a task with neither is absent."""
+    family = {task.task_id: by_family[task.family] for task in d_train if task.family in by_family}
+    return family | last_success(ref, [task.task_id for task in d_train])
+
+
 @generation_stage(done=tasks_written, reads=("generations", "trajectories", "pool"), writes=("tasks",), gpu=True)
 def generate(ref: GenerationRef) -> StageOutput:
     config, warehouse, domain = ref.config, ref.warehouse, ref.domain
@@ -81,8 +101,8 @@ def generate(ref: GenerationRef) -> StageOutput:
     known = load_tasks(ref)
     pool = subset(known, pool_ids(ref, "train", ref.generation - 1))
     d_train = list(pool.values())
-    seed_tasks = draw(d_train, config.seeds_per_generation, generation_rng(config.seed, ref.generation, "seeds"))
     overall, by_family = recent_success_rate(ref), family_success_rates(ref, known)
+    seed_tasks = draw_seeds(ref, d_train, by_family)
     contexts = [
         domain.simulator_messages(task, by_family.get(task.family, overall), alpha=config.alpha, k_min=config.k_min)
         for task in seed_tasks

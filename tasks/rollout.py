@@ -28,9 +28,9 @@ from genenv.tasks.answers import ANSWER_SCHEMA, answer_tasks
 from genenv.tasks.context import (
     GenerationRef,
     agent_sampling,
-    earlier_sampled_answers,
     fresh_tasks,
     greedy_sampling,
+    last_success,
     load_tasks,
     pool_ids,
     probe_set,
@@ -50,13 +50,6 @@ def rollouts_staged(generated: StageOutput) -> Rollouts | None:
     uri = staging_path(generated.ref, "rollouts")
     staged = read_staged(uri)
     return Rollouts(generated.ref, uri=uri) if staged is not None and "reward" in staged.columns else None
-
-
-def last_success(ref: GenerationRef, task_ids: list[str]) -> dict[str, float]:
-    """Each task's share of solved answers in the last earlier generation that answered it as a fresh or pool task."""
-    rows = earlier_sampled_answers(ref).filter(pl.col("task_id").is_in(task_ids))
-    latest = rows.filter(pl.col("generation") == pl.col("generation").max().over("task_id"))
-    return dict(latest.group_by("task_id").agg(pl.col("solved").cast(pl.Float64).mean()).iter_rows())
 
 
 @generation_stage(done=rollouts_staged, reads=("tasks", "pool", "generations", "trajectories"), gpu=True)

@@ -402,3 +402,38 @@ def test_rwr_waits_until_d_env_holds_simulator_min_records(tmp_path):
     _env_records(fewer, 1, seeds)
     with pytest.raises(KeyError, match=seeds[0]):  # two are enough: it goes on to read their tasks (none are stored)
         rwr_simulator(GenerationRef(fewer.warehouse_uri, fewer.run_id, 1, ModelRuntime()), policy=None)
+
+
+@pytest.mark.parametrize("seed_draw", ["uniform", "edge"])
+def test_the_edge_seed_draw_weighs_a_quarter_the_seeds_the_agent_has_outgrown(tmp_path, seed_draw):
+    """simulator_seed_draw=edge: the seeds of a family the agent solved every time are drawn about a quarter as often
+    as under the uniform draw; a seed of that family that the agent failed when last seen is judged by its own
+    success."""
+    from genenv.tasks.context import pool_ids, subset
+    from genenv.tasks.generate import draw_seeds, seed_success
+
+    ref = _run(tmp_path, seeds_per_generation=12, simulator_seed_draw=seed_draw)
+    seed_pool.fn(ref)
+    known = load_tasks(ref)
+    d_train = list(subset(known, pool_ids(ref, "train", 0)).values())
+    by_family: dict[str, list] = {}
+    for task in d_train:
+        by_family.setdefault(task.family, []).append(task)
+    easy = max(by_family, key=lambda family: len(by_family[family]))
+    failed, *outgrown = by_family[easy]
+    rows = [trajectory(ref.run_id, 1, outgrown[0].task_id, "pool", i, True) for i in range(16)]
+    rows += [trajectory(ref.run_id, 0, failed.task_id, "pool", i, False) for i in range(4)]  # its family: the later 16
+    ref.warehouse.append("trajectories", rows)
+    rates = family_success_rates(GenerationRef(ref.warehouse_uri, ref.run_id, 2, ModelRuntime()), known)
+    success = seed_success(GenerationRef(ref.warehouse_uri, ref.run_id, 2, ModelRuntime()), d_train, rates)
+    assert success == {failed.task_id: 0.0} | {task.task_id: 1.0 for task in outgrown}
+    drawn = []
+    for generation in range(2, 62):
+        later = GenerationRef(ref.warehouse_uri, ref.run_id, generation, ModelRuntime())
+        drawn += draw_seeds(later, d_train, family_success_rates(later, known))
+    share = sum(task in outgrown for task in drawn) / len(drawn)
+    uniform_share = len(outgrown) / len(d_train)
+    if seed_draw == "uniform":
+        assert 0.7 * uniform_share < share < 1.3 * uniform_share
+    else:
+        assert share < 0.45 * uniform_share  # odds a quarter: about 0.27 of the uniform share here
