@@ -179,7 +179,7 @@ def test_replace_takes_typed_values_without_a_text_round_trip():
 def test_the_config_hash_of_runs_already_stored_is_unchanged():
     """Runs resume and are compared by these hashes: the default config's and configs/laptop.yaml's, as they were
     before the hash flag moved into the fields' metadata. A new field that shapes results changes them on purpose."""
-    assert GenEnvConfig().hash() == "dd9f8fd075558a73"  # + simulator_seed_draw, agent_call_groups, simulator_pool_rescore, ...
+    assert GenEnvConfig().hash() == "dd9f8fd075558a73"  # + simulator_seed_draw, agent_call_groups, ...
     assert load_config(REPO / "configs" / "laptop.yaml").hash() == "e5cc50bbf0e8dd30"
 
 
