@@ -48,6 +48,7 @@ from genenv.evaluation.bootstrap import seeds_and_items
 from genenv.models.grpo import GroupSample, grpo_update
 from genenv.models.loading import EMBEDDED_MODEL, resolve_base_model
 from genenv.models.policy import LoraSettings, PolicyPair
+from genenv.models.precision import resolve_precision
 from genenv.models.rwr import WeightedExample, encode_example, weighted_sft
 from genenv.models.sampling import SamplingSettings
 from genenv.models.transformers_backend import TransformersBackend
@@ -525,7 +526,7 @@ def main() -> None:
     all_seeds = domain.load_seeds()
     base = args.model or resolve_base_model(EMBEDDED_MODEL, args.models)
     lora = LoraSettings(r=config.lora_r, alpha=config.lora_alpha, target_modules=config.lora_target_modules)
-    precision = "float32" if args.smoke else "bfloat16"
+    precision = "float32" if args.smoke else resolve_precision("auto")
     target, better = (target_of(CURVES[name], config.alpha) for name in ("base", "better"))
     prompt_seeds = random.Random(0).sample(all_seeds, settings.prompts)
     results: dict[str, list[Measured]] = {"before": [], **{arm: [] for arm in arms}}

@@ -77,7 +77,7 @@ def evaluate(
         worker_cpus=worker_cpus,
         worker_gpus=worker_gpus,
     )
-    validate(settings)  # a backend or a Ray cluster that cannot be used here fails before loading
+    settings = validate(settings)  # a backend or a Ray cluster that cannot be used here fails before loading
     eval_batch = f"{target.run_id}-{now():%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"
     with model_runtime(settings.placement, given=runtime) as models:
         for name in names:

@@ -48,7 +48,7 @@ def evolve(
     if stored is not None and config is None:
         located = {"data_dir": settings.data_dir, "warehouse_uri": settings.warehouse_uri}
         settings = load_config(config_file, changes, base=stored.replace(**located))
-    validate(settings)  # a deployment's config meets the machine here too
+    settings = validate(settings)  # a deployment's config meets the machine here too
     check_base_model(settings.model, settings.models_dir)  # before the run is registered: a hub id is fetched here
     if settings.domain == "tool_call" and settings.relevance_model:
         check_sentence_model(settings.relevance_model, settings.models_dir)

@@ -13,17 +13,19 @@ from genenv.config import ConfigError, GenEnvConfig, check_values, require
 from genenv.curriculum.generator_rewards import GENERATOR_REWARDS
 from genenv.domains.base import DOMAINS, DomainUnavailable, MultiTurnDomain
 from genenv.models.backends import BACKENDS
+from genenv.models.precision import resolve_precision
 from genenv.runtime.cluster import check_cluster
 
 
 def validate(config: GenEnvConfig) -> GenEnvConfig:
-    """`config`, when its values are in bounds, every name it chooses is registered and can run here, and its paths
-    and cluster can be used from this machine; else ConfigError naming the field."""
+    """`config` with `precision: auto` made concrete for this machine, when its values are in bounds, every name it
+    chooses is registered and can run here, and its paths and cluster can be used from this machine; else ConfigError
+    naming the field. A run stores the concrete precision, so it resumes in the one it started in."""
     check_values(config)
     check_names(config)
     check_local_paths(config)
     check_cluster(config.ray_address)
-    return config
+    return config.replace(precision=resolve_precision(config.precision))
 
 
 def check_names(config: GenEnvConfig) -> None:

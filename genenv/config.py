@@ -34,7 +34,7 @@ SEED_DRAWS = ("uniform", "edge")
 """How the simulator learns from its rewards (tasks/simulator_update.py)."""
 VLLM_ADAPTER_MODES = ("merged", "lora")
 """How the vllm backend gets a role's adapter (models/vllm.py)."""
-PRECISIONS = ("float32", "bfloat16")
+PRECISIONS = ("float32", "bfloat16", "auto")
 
 
 @dataclass(frozen=True)
@@ -118,7 +118,9 @@ class GenEnvConfig:
     )
     precision: str = _f(
         "float32",
-        "Compute precision of forward passes: float32, or bfloat16 (about 2x faster on recent CPUs).",
+        "Compute precision of forward passes: float32; bfloat16 (about 2x faster on a CPU with AVX-512 or AMX, 20x "
+        "slower on one with AVX2 only, bench/precision.py); auto: bfloat16 where the device computes it natively, "
+        "else float32, resolved when a run starts and stored with it (models/precision.py).",
         choices=PRECISIONS,
     )
     generation_batch_size: int = _f(

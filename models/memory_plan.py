@@ -138,7 +138,7 @@ class PlanSettings:
     @classmethod
     def of(cls, config: GenEnvConfig, prompt_tokens: int = PROMPT_TOKENS) -> PlanSettings:
         return cls(
-            precision=config.precision,
+            precision="bfloat16" if config.precision == "auto" else config.precision,  # every card planned runs bf16
             lora_r=config.lora_r,
             lora_targets=config.lora_target_modules,
             rows=config.train_batch_size,
