@@ -48,6 +48,7 @@ SCRIPTS: dict[str, tuple[list[str], str]] = {
     "onednn_cache.py": (MODEL, r"^\s+16\s+[\d.]+\s+\d+\s+\d+$"),
     "onednn_training.py": (MODEL, r"LoRA gradients' largest relative difference"),
     "prefill_chunks.py": (MODEL, r"identical greedy answers \d/2"),
+    "precision.py": (MODEL, r"^train\s+float32\s+[\d.]+ s/row \| bfloat16\s+[\d.]+ s/row \| bf16/fp32\s+[\d.]+x"),
     "rescore_bfcl.py": (["--warehouse", "{evaluations}"], r"^\| scored \| 1 \| simple_python \| 2 \|"),
     "sampling_spread.py": (["{data}", "--smoke"], r"^greedy success [\d.]+"),
     "scale_out.py": (MODEL, r"2 data-parallel workers / 1 worker: [\d.]+x"),
