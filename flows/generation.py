@@ -1,5 +1,5 @@
-"""One generation of GenEnv, as Algorithm 1 reads: generate -> rollout -> verify -> rewards -> finetune ->
-evaluate -> commit. Each stage hands the next a typed reference to where its data is (tasks/contract.py).
+"""One generation of GenEnv, as Algorithm 1 reads: generate -> rollout -> verify -> rewards -> grow-pools ->
+finetune -> evaluate -> commit. Each stage hands the next a typed reference to where its data is (tasks/contract.py).
 
 Generation 0 records the seed set, warm-starts both adapters and measures the agent. Every stage is
 idempotent on (run, generation), so re-running this flow after a crash completes what is missing.
@@ -15,6 +15,7 @@ from genenv.tasks.context import GenerationRef
 from genenv.tasks.contract import Adapters, StageOutput
 from genenv.tasks.finetune import finetune
 from genenv.tasks.generate import generate
+from genenv.tasks.grow_pools import grow_pools
 from genenv.tasks.heldout import evaluate_heldout
 from genenv.tasks.options import stage_tags
 from genenv.tasks.rewards import rewards
@@ -52,6 +53,7 @@ def genenv_generation(ref: GenerationRef) -> Stages:
     rollouts = rollout(generated)
     scored = verify(rollouts)
     rewarded = rewards(scored)
-    adapters = finetune(rewarded)
+    pooled = grow_pools(rewarded)
+    adapters = finetune(pooled)
     measured = evaluate_heldout(adapters)
-    return adapters, measured, [generated, rollouts, scored, rewarded, adapters, measured]
+    return adapters, measured, [generated, rollouts, scored, rewarded, pooled, adapters, measured]

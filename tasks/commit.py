@@ -1,4 +1,4 @@
-"""Stage 7, commit: measure the generation, then write its `generations` row, the moment it becomes visible.
+"""Stage 8, commit: measure the generation, then write its `generations` row, the moment it becomes visible.
 
 The row records the Delta version of every table (the generation's snapshot), the adapters it ended
 with, the config hash, the seed and the headline metrics.

@@ -1,7 +1,7 @@
 """The stage contract: what every generation stage does alike, so a stage's body is only its own work.
 
 A stage maps one typed reference to the next, as Algorithm 1 reads (generate -> rollout -> verify -> rewards ->
-finetune -> evaluate -> commit): where the stage's data is, never data frames or models. Each output's
+grow-pools -> finetune -> evaluate -> commit): where the stage's data is, never data frames or models. Each output's
 `ref.versions` holds the Delta version of every table the generation's stages have written so far, and the next
 stage reads those tables at those versions: it sees what its predecessors handed on and nothing written since. An
 output carries more only where the next stage needs more: `Rollouts` the staged answers, `Adapters` the trained

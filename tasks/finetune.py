@@ -1,4 +1,4 @@
-"""Stage 5, finetune: GRPO for the agent on this generation's rollout groups, then the simulator's update
+"""Stage 6, finetune: GRPO for the agent on this generation's rollout groups, then the simulator's update
 (tasks/simulator_update.py: GRPO over each seed's variations, or RWR on D_env).
 
 GRPO trains on the stored rollouts (token ids as generated), so nothing is generated twice. Both roles keep a KL

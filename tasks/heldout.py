@@ -1,4 +1,4 @@
-"""Stage 6, evaluate: the agent's greedy solve rate on the held-out seeds, which no model ever trains on, and on
+"""Stage 7, evaluate: the agent's greedy solve rate on the held-out seeds, which no model ever trains on, and on
 the probe tasks the rollout stage answered before the update (what the update did)."""
 
 from __future__ import annotations

@@ -1,43 +1,28 @@
-"""Stage 4, rewards: p̂ and R_env per generated task (or per seed batch), the α band, RWR weights; then grow both
-pools.
-
-D_train gains every valid fresh task (Valid(E_t)); D_env gains the valid tasks of kept units, each with its unit's
-RWR weight. With simulator_pool_rescore, D_env's records of earlier generations that the rollout stage answered again
-get their p̂ now, the band and a weight (`rescores`): RWR trains only on those still in the band.
+"""Stage 4, rewards: p̂ and R_env per generated task (or per seed batch), the α band and RWR weights, recorded in
+`batches` for the pools to grow from (tasks/grow_pools.py). With simulator_pool_rescore, D_env's records of earlier
+generations that the rollout stage answered again get their p̂ now, the band and a weight (`rescores`): RWR trains
+only on those still in the band.
 """
 
 from __future__ import annotations
-
-from collections.abc import Iterable
 
 import polars as pl
 
 from genenv.config import GenEnvConfig
 from genenv.curriculum.batches import BatchOutcome, BatchScore, TaskOutcome, score_batches, score_tasks
 from genenv.curriculum.generator_rewards import CurriculumParams
-from genenv.curriculum.pools import grow_pool
 from genenv.domains.base import REPEAT
 from genenv.faults import crash_point
-from genenv.tasks.context import GenerationRef, pool_ids, task_from_row, task_generation
+from genenv.tasks.context import GenerationRef, task_from_row, task_generation
 from genenv.tasks.contract import StageOutput, generation_stage
 from genenv.warehouse.purposes import Purpose
-
-
-def new_members(ref: GenerationRef, pool: str, candidates: Iterable[str]) -> list[str]:
-    """D_train ∪= Valid(E_t), D_env ∪= kept records: what joins the pool this generation."""
-    before = pool_ids(ref, pool, ref.generation - 1)
-    return grow_pool(before, list(candidates))[len(before) :]
-
-
-def _pool_row(ref: GenerationRef, pool: str, task_id: str, weight: float) -> dict:
-    return {"run_id": ref.run_id, "generation": ref.generation, "pool": pool, "task_id": task_id, "weight": weight}
 
 
 def never_done(_: StageOutput) -> None:
     """Rewards are recomputed from the verdicts each time; each table is written only when missing."""
 
 
-@generation_stage(done=never_done, reads=("tasks", "trajectories"), writes=("batches", "pool", "rescores"))
+@generation_stage(done=never_done, reads=("tasks", "trajectories"), writes=("batches", "rescores"))
 def rewards(scored: StageOutput) -> StageOutput:
     ref = scored.ref
     config, warehouse = ref.config, ref.warehouse
@@ -66,17 +51,10 @@ def rewards(scored: StageOutput) -> StageOutput:
             ],
         )
     crash_point(f"g{ref.generation}:rewards:between-tables")
-    valid = per_task.filter(valid=True)
-    env_weights = d_env_weights(scores, valid.select("task_id", "batch_id").iter_rows())
-    pool_rows = [_pool_row(ref, "train", t, 1.0) for t in new_members(ref, "train", valid["task_id"])] + [
-        _pool_row(ref, "env", t, env_weights[t]) for t in new_members(ref, "env", env_weights)
-    ]
-    if not warehouse.has_rows("pool", ref.run_id, ref.generation):
-        warehouse.append("pool", pool_rows)
     rescored = rescore_rows(ref, params)
     if rescored and not warehouse.has_rows("rescores", ref.run_id, ref.generation):
         warehouse.append("rescores", rescored)
-    units = {"reward_units": len(scores), "in_band": sum(s.in_band for s in scores), "pool_added": len(pool_rows)}
+    units = {"reward_units": len(scores), "in_band": sum(s.in_band for s in scores)}
     units |= {"rescored": len(rescored), "rescored_in_band": sum(r["in_band"] for r in rescored)}
     return StageOutput(ref, units)
 
@@ -115,12 +93,6 @@ def reward_units(per_task: pl.DataFrame, config: GenEnvConfig, params: Curriculu
         for (batch_id,), group in per_task.group_by("batch_id", maintain_order=True)
     ]
     return score_batches(batches, config.generator_reward, params)
-
-
-def d_env_weights(scores: list[BatchScore], valid_tasks: Iterable[tuple[str, str]]) -> dict[str, float]:
-    """task id -> RWR weight for the valid tasks of kept units: a kept task, or every valid task of a kept batch."""
-    kept = {(s.task_id or s.batch_id): s.rwr_weight for s in scores if s.in_band}
-    return {t: kept[t] if t in kept else kept[b] for t, b in valid_tasks if t in kept or b in kept}
 
 
 def rescore_rows(ref: GenerationRef, params: CurriculumParams) -> list[dict]:

@@ -172,7 +172,7 @@ def test_the_evolve_deployment_runs_every_stage_through_the_worker(stack, comple
     stages = stack.client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=generation_ids)))
     assert stages and all(set(stage.tags) <= {GPU_TAG} for stage in stages), [stage.tags for stage in stages]
     zero = ("seed-pool", "warm-start", "evaluate-heldout", "commit")
-    genenv = ("generate", "rollout", "verify", "rewards", "finetune", "evaluate-heldout", "commit")
+    genenv = ("generate", "rollout", "verify", "rewards", "grow-pools", "finetune", "evaluate-heldout", "commit")
     for generation, stages in ((0, zero), (1, genenv)):
         assert subflows[generation].state.is_completed()
         expected = dict.fromkeys(stages, "Completed")

@@ -32,6 +32,7 @@ CRASH_POINTS = [
     "g1:end:verify",
     "g1:rewards:between-tables",
     "g1:end:rewards",
+    "g1:end:grow-pools",
     "g1:finetune:saved",
     "g1:end:finetune",
     "g1:end:evaluate-heldout",

@@ -14,6 +14,7 @@ from genenv.tasks.context import Declared, GenerationRef, UndeclaredTable
 from genenv.tasks.contract import Adapters, Rollouts, StageOutput, generation_stage
 from genenv.tasks.finetune import finetune
 from genenv.tasks.generate import generate
+from genenv.tasks.grow_pools import grow_pools
 from genenv.tasks.heldout import evaluate_heldout
 from genenv.tasks.rewards import rewards
 from genenv.tasks.rollout import rollout
@@ -120,7 +121,7 @@ def test_a_contract_naming_an_unknown_table_fails_when_the_stage_is_defined() ->
 
 def test_the_real_stages_declare_what_they_read_and_write() -> None:
     """Every stage's warehouse serves its declared tables only; the pipeline tests run them all under it."""
-    for stage in (seed_pool, generate, rollout, verify, rewards, finetune, evaluate_heldout, warm_start):
+    for stage in (seed_pool, generate, rollout, verify, rewards, grow_pools, finetune, evaluate_heldout, warm_start):
         assert stage.fn.__wrapped__.__name__.replace("_", "-") == stage.name
     handed = dataclasses.replace(REF, declared=Declared("rollout", reads=("tasks",)))
     with pytest.raises(UndeclaredTable, match="stage rollout uses table 'batches'"):
@@ -153,6 +154,7 @@ def test_each_stage_takes_the_previous_stages_output() -> None:
         (rollout, StageOutput, Rollouts),
         (verify, Rollouts, StageOutput),
         (rewards, StageOutput, StageOutput),
+        (grow_pools, StageOutput, StageOutput),
         (finetune, StageOutput, Adapters),
         (evaluate_heldout, Adapters, StageOutput),
         (seed_pool, GenerationRef, StageOutput),

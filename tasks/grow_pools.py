@@ -1,0 +1,46 @@
+"""Stage 5, grow the pools (Algorithm 1): D_train ∪= Valid(E_t), every valid fresh task; D_env ∪= the kept records,
+the valid tasks of the units the rewards stage recorded in the α band, each with its unit's RWR weight."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from genenv.curriculum.pools import grow_pool
+from genenv.tasks.context import GenerationRef, pool_ids, task_generation
+from genenv.tasks.contract import StageOutput, generation_stage
+
+
+def pools_grown(rewarded: StageOutput) -> StageOutput | None:
+    ref = rewarded.ref
+    return StageOutput(ref) if ref.warehouse.has_rows("pool", ref.run_id, ref.generation) else None
+
+
+@generation_stage(done=pools_grown, reads=("tasks", "batches"), writes=("pool",))
+def grow_pools(rewarded: StageOutput) -> StageOutput:
+    ref = rewarded.ref
+    warehouse = ref.warehouse
+    tasks = warehouse.read("tasks", run_id=ref.run_id, generation=task_generation(ref))
+    valid = tasks.filter(origin="simulator", valid=True).sort("task_id")
+    kept = warehouse.read("batches", run_id=ref.run_id, generation=ref.generation).filter(in_band=True)
+    weights = d_env_weights(kept.iter_rows(named=True), valid.select("task_id", "batch_id").iter_rows())
+    rows = [_pool_row(ref, "train", t, 1.0) for t in new_members(ref, "train", valid["task_id"])]
+    rows += [_pool_row(ref, "env", t, weights[t]) for t in new_members(ref, "env", weights)]
+    warehouse.append("pool", rows)
+    return StageOutput(ref, {"pool_added": len(rows)})
+
+
+def d_env_weights(kept_units: Iterable[dict], valid_tasks: Iterable[tuple[str, str]]) -> dict[str, float]:
+    """task id -> RWR weight for the valid tasks of kept units (`batches` rows in the band): a kept task, or every
+    valid task of a kept batch."""
+    kept = {(unit["task_id"] or unit["batch_id"]): unit["rwr_weight"] for unit in kept_units}
+    return {t: kept[t] if t in kept else kept[b] for t, b in valid_tasks if t in kept or b in kept}
+
+
+def new_members(ref: GenerationRef, pool: str, candidates: Iterable[str]) -> list[str]:
+    """What joins the pool this generation: the candidates not in it yet, in order."""
+    before = pool_ids(ref, pool, ref.generation - 1)
+    return grow_pool(before, list(candidates))[len(before) :]
+
+
+def _pool_row(ref: GenerationRef, pool: str, task_id: str, weight: float) -> dict:
+    return {"run_id": ref.run_id, "generation": ref.generation, "pool": pool, "task_id": task_id, "weight": weight}
