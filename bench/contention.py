@@ -4,12 +4,13 @@ process each time) runs alone and beside a neighbour that spins on one core (`ta
 "while True: pass"`) at nice 10 and at nice 0, for each thread setting asked for; each setting runs in its own
 process because OpenMP reads its environment when it starts.
 
-    python bench/contention.py [--settings default,passive,spin10k,one-thread] [--prompts 32] [--scored 32]
-        [--beside alone,nice10,nice0] [--repeats 1] [--smoke --model DIR]
+    python bench/contention.py [--settings default,passive,spin10k,spin1k,one-thread] [--prompts 32] [--scored 32]
+        [--beside alone,nice10,nice0] [--repeats 1] [--timeout 600] [--smoke --model DIR]
 
 Settings (environment of the worker process): default (nothing set); passive (OMP_WAIT_POLICY=PASSIVE: threads
-sleep at once between parallel regions); spin10k (GOMP_SPINCOUNT=10000: libgomp's threads spin 30x less than its
-default 300000 before sleeping); one-thread (OMP_NUM_THREADS=1). Prints each run's seconds by phase and each
+sleep at once between parallel regions); spin10k, spin1k (GOMP_SPINCOUNT=10000, 1000: libgomp's threads spin 30x,
+300x less than its default 300000 before sleeping); one-thread (OMP_NUM_THREADS=1). A run that takes longer than
+--timeout seconds is stopped and shows as "stopped". Prints each run's seconds by phase and each
 setting's ratio to the default alone: with a neighbour at nice 10 the free cycles are about 1.9 cores, at nice 0
 about 1.5 (the neighbour gets half of its core), so ratios near 1.05 and 1.33 are what the cycles allow.
 """
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -26,10 +28,13 @@ from pathlib import Path
 
 from options import add_model_options, base_model, parsed  # bench/ is the script's folder
 
+from genenv.models.precision import resolve_precision
+
 SETTINGS = {
     "default": {},
     "passive": {"OMP_WAIT_POLICY": "PASSIVE"},
     "spin10k": {"GOMP_SPINCOUNT": "10000"},
+    "spin1k": {"GOMP_SPINCOUNT": "1000"},
     "one-thread": {"OMP_NUM_THREADS": "1"},
 }
 NEIGHBOURS = {"alone": None, "nice10": 10, "nice0": 0}
@@ -103,7 +108,10 @@ def timed_run(args: argparse.Namespace, setting: str, niceness: int | None) -> d
     try:
         time.sleep(0.5 if spinning else 0)  # the neighbour is running before the work starts
         started = time.perf_counter()
-        done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+        try:
+            done = subprocess.run(command, env=env, capture_output=True, text=True, check=True, timeout=args.timeout)
+        except subprocess.TimeoutExpired:
+            return {"total": math.inf}
         total = time.perf_counter() - started
     finally:
         if spinning is not None:
@@ -120,13 +128,14 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=48)
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--beside", default=",".join(NEIGHBOURS), help=f"any of {','.join(NEIGHBOURS)}")
-    parser.add_argument("--precision", default="bfloat16", choices=("bfloat16", "float32"))
+    parser.add_argument("--precision", default="auto", choices=("auto", "bfloat16", "float32"))
+    parser.add_argument("--timeout", type=float, default=600, help="seconds a run may take before it is stopped")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parsed(
         parser, settings="default", beside="alone,nice0", prompts=2, scored=2, tokens=4, repeats=1, precision="float32"
     )
     if args.worker:
-        print(json.dumps(work(args.model, args.prompts, args.scored, args.tokens, args.precision)))
+        print(json.dumps(work(args.model, args.prompts, args.scored, args.tokens, resolve_precision(args.precision))))
         return
     settings, beside = args.settings.split(","), args.beside.split(",")
     unknown = (set(settings) - set(SETTINGS)) | (set(beside) - set(NEIGHBOURS))
@@ -141,13 +150,15 @@ def main() -> None:
                 phases = " ".join(f"{k} {v:.1f}" for k, v in seconds.items())
                 print(f"round {repeat} {setting:10s} {where:8s} {phases}", flush=True)
     baseline = min(runs[(settings[0], "alone")])
-    print(f"best total seconds, and its ratio to {settings[0]} alone ({baseline:.1f} s):")
+    precision = resolve_precision(args.precision)
+    print(f"best total seconds, and its ratio to {settings[0]} alone ({baseline:.1f} s), in {precision}:")
     for setting in settings:
-        cells = [
-            f"{where} {min(runs[(setting, where)]):.1f} s ({min(runs[(setting, where)]) / baseline:.2f}x)"
-            for where in beside
-        ]
+        cells = [_cell(where, min(runs[(setting, where)]), baseline) for where in beside]
         print(f"{setting:10s} " + " | ".join(cells))
+
+
+def _cell(where: str, seconds: float, baseline: float) -> str:
+    return f"{where} stopped" if math.isinf(seconds) else f"{where} {seconds:.1f} s ({seconds / baseline:.2f}x)"
 
 
 if __name__ == "__main__":
