@@ -30,7 +30,7 @@ from genenv.flows.evaluate import benchmarks_to_score, evaluate
 from genenv.flows.evolve import evolve
 from genenv.flows.generation import run_generation
 from genenv.flows.parameters import ConfigOverrides, override_values
-from genenv.flows.validation import validate
+from genenv.flows.validation import validate_plans
 from genenv.runtime.handle import ModelRuntime, model_runtime
 from genenv.tasks.benchmarks import earlier_evaluation
 from genenv.tasks.fork import copy_snapshot
@@ -295,9 +295,7 @@ def compare(
     generation, and a model already scored on the same items is not scored again.
     """
     changes = override_values(overrides)
-    plans = plan_arms(arms, config_file, changes, seeds)
-    for plan in plans:
-        validate(plan.config)
+    plans = validate_plans(plan_arms(arms, config_file, changes, seeds))
     sample = ItemSample(benchmarks_to_score(benchmarks, benchmarks_dir, items), benchmarks_dir, items, limit)
     shared_config = plans[0].config  # every arm's base model, data folder and warehouse
     warehouse = Warehouse(shared_config.resolved_warehouse_uri)

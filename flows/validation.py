@@ -6,9 +6,11 @@ built, reads no registry and touches neither disk nor network."""
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 from pathlib import Path
 
+from genenv.arms import ArmPlan
 from genenv.config import ConfigError, GenEnvConfig, check_values, require
 from genenv.curriculum.generator_rewards import GENERATOR_REWARDS
 from genenv.domains.base import DOMAINS, DomainUnavailable, MultiTurnDomain
@@ -25,7 +27,18 @@ def validate(config: GenEnvConfig) -> GenEnvConfig:
     check_names(config)
     check_local_paths(config)
     check_cluster(config.ray_address)
+    return for_this_machine(config)
+
+
+def for_this_machine(config: GenEnvConfig) -> GenEnvConfig:
+    """`config` with `precision: auto` made concrete here: what a run on this machine stores."""
     return config.replace(precision=resolve_precision(config.precision))
+
+
+def validate_plans(plans: list[ArmPlan]) -> list[ArmPlan]:
+    """Each arm's config validated and made concrete for this machine (`validate`), so a comparison checks its arms
+    against stored runs (a shared generation 0, an interrupted arm to continue) with the precision they store."""
+    return [dataclasses.replace(plan, config=validate(plan.config)) for plan in plans]
 
 
 def check_names(config: GenEnvConfig) -> None:

@@ -29,9 +29,9 @@ class ConfigError(ValueError):
 REWARD_SCOPES = ("task", "batch")
 """The unit p̂ and R_env are computed over: one generated task's k rollouts, or one seed's n variations."""
 SIMULATOR_UPDATES = ("grpo", "rwr")
+"""How the simulator learns from its rewards (tasks/simulator_update.py)."""
 SEED_DRAWS = ("uniform", "edge")
 """How generate draws the seeds the simulator varies from D_train (tasks/generate.py)."""
-"""How the simulator learns from its rewards (tasks/simulator_update.py)."""
 VLLM_ADAPTER_MODES = ("merged", "lora")
 """How the vllm backend gets a role's adapter (models/vllm.py)."""
 PRECISIONS = ("float32", "bfloat16", "auto")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from genenv.arms import ARMS, BASE, plan_arms
@@ -74,17 +75,17 @@ def run(args: argparse.Namespace) -> int:
         check_item_sizes(present, args.benchmarks_dir, items)
     except (ValueError, FileNotFoundError) as exc:
         raise ConfigError(f"--items: {exc}") from None
+    from genenv.flows.validation import for_this_machine, validate_plans
+
     if args.from_run:
         from genenv.flows.compare import check_shared_run
         from genenv.warehouse.store import Warehouse
 
-        sharing = [plan for plan in plans if plan.role != BASE]
+        sharing = [replace(plan, config=for_this_machine(plan.config)) for plan in plans if plan.role != BASE]
         check_shared_run(Warehouse(plans[0].config.resolved_warehouse_uri), args.from_run, sharing)
     from genenv.commands.environment import prepare_command
-    from genenv.flows.validation import validate
 
-    for plan in plans:  # last of the checks: it makes the data folder, as the run would
-        validate(plan.config)
+    validate_plans(plans)  # last of the checks: it makes the data folder, as the run would
     prepare_command(plans[0].config.data_dir, args.debug)
     from genenv.flows.compare import compare
 

@@ -41,3 +41,24 @@ def test_a_gpu_memory_plan_reads_auto_as_bfloat16():
     """Every card the plan sizes computes bf16 natively."""
     assert PlanSettings.of(GenEnvConfig(precision="auto")).precision == "bfloat16"
     assert PlanSettings.of(GenEnvConfig(precision="float32")).precision == "float32"
+
+
+def test_a_comparison_shares_a_generation_zero_stored_with_the_precision_auto_resolved_to(tmp_path):
+    """`genenv compare --from-run` checks its arms against the stored run: a config saying `auto` matches the run
+    that `auto` made on this machine once validated, and would not before (the stored precision is concrete)."""
+    from genenv.arms import plan_arms
+    from genenv.flows.compare import check_shared_run
+    from genenv.flows.validation import validate_plans
+
+    config = validate(GenEnvConfig(precision="auto", data_dir=str(tmp_path)))
+    start_run.fn(config, "r1")
+    warehouse = Warehouse(config.resolved_warehouse_uri)
+    warehouse.commit_generation(
+        "r1", 0, agent_checkpoint="a", simulator_checkpoint="s", config_hash=config.hash(), seed=0, metrics={}
+    )
+    plans = plan_arms(["genenv"], None, {"precision": "auto", "data_dir": str(tmp_path)})
+    with pytest.raises(ConfigError, match="changes .*precision"):
+        check_shared_run(warehouse, "r1", plans)
+    resolved = validate_plans(plans)
+    assert [plan.config.precision for plan in resolved] == [config.precision]
+    check_shared_run(warehouse, "r1", resolved)
