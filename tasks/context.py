@@ -161,9 +161,10 @@ def earlier_sampled_answers(ref: GenerationRef) -> pl.DataFrame:
     )
 
 
-def last_success(ref: GenerationRef, task_ids: list[str]) -> dict[str, float]:
-    """Each task's share of solved answers in the last earlier generation that answered it as a fresh or pool task."""
-    rows = earlier_sampled_answers(ref).filter(pl.col("task_id").is_in(task_ids))
+def last_success(answers: pl.DataFrame, task_ids: list[str]) -> dict[str, float]:
+    """Each task's share of solved answers in the last earlier generation that answered it as a fresh or pool task
+    (`answers`: `earlier_sampled_answers`, read once by a stage that needs it twice)."""
+    rows = answers.filter(pl.col("task_id").is_in(task_ids))
     latest = rows.filter(pl.col("generation") == pl.col("generation").max().over("task_id"))
     return dict(latest.group_by("task_id").agg(pl.col("solved").cast(pl.Float64).mean()).iter_rows())
 

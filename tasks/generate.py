@@ -51,17 +51,16 @@ def recent_success_rate(ref: GenerationRef) -> float | None:
     return metrics.get("heldout_success") if fresh is None else fresh
 
 
-def family_success_rates(ref: GenerationRef, known: dict[str, TaskInstance]) -> dict[str, float]:
+def family_success_rates(answers: pl.DataFrame, known: dict[str, TaskInstance]) -> dict[str, float]:
     """family -> the agent's success over its latest FAMILY_HINT_ROLLOUTS sampled rollouts (fresh and pool tasks of
     earlier generations), for families with at least a quarter of that many: one run-wide rate swings with the mix of
     families drawn, and tells a seed nothing about how hard its own family is for the agent."""
-    rows = earlier_sampled_answers(ref)
     families = pl.DataFrame(
         {"task_id": list(known), "family": [t.family for t in known.values()]},
         schema={"task_id": pl.String, "family": pl.String},
     )
     latest = (
-        rows.join(families, on="task_id")
+        answers.join(families, on="task_id")
         .sort("generation", "trajectory_id", descending=True)
         .group_by("family")
         .agg(pl.col("solved").head(FAMILY_HINT_ROLLOUTS).cast(pl.Float64))
@@ -73,7 +72,9 @@ def family_success_rates(ref: GenerationRef, known: dict[str, TaskInstance]) -> 
     }
 
 
-def draw_seeds(ref: GenerationRef, d_train: list[TaskInstance], by_family: dict[str, float]) -> list[TaskInstance]:
+def draw_seeds(
+    ref: GenerationRef, d_train: list[TaskInstance], answers: pl.DataFrame, by_family: dict[str, float]
+) -> list[TaskInstance]:
     """The seeds the simulator varies this generation (simulator_seed_draw): a uniform draw of D_train, or "edge", the
     replay draw's order (`replay_order`), where a task the agent has outgrown weighs a quarter (`seed_success`)."""
     config = ref.config
@@ -81,15 +82,15 @@ def draw_seeds(ref: GenerationRef, d_train: list[TaskInstance], by_family: dict[
     if config.simulator_seed_draw == "uniform":
         return draw(d_train, config.seeds_per_generation, rng)
     by_id = {task.task_id: task for task in d_train}
-    order = replay_order(list(by_id), seed_success(ref, d_train, by_family), rng)
+    order = replay_order(list(by_id), seed_success(answers, d_train, by_family), rng)
     return [by_id[task_id] for task_id in order[: config.seeds_per_generation]]
 
 
-def seed_success(ref: GenerationRef, d_train: list[TaskInstance], by_family: dict[str, float]) -> dict[str, float]:
+def seed_success(answers: pl.DataFrame, d_train: list[TaskInstance], by_family: dict[str, float]) -> dict[str, float]:
     """task id -> the agent's latest success on it (`last_success`) or, never answered, on its family
     (`family_success_rates`); a task with neither is absent."""
     family = {task.task_id: by_family[task.family] for task in d_train if task.family in by_family}
-    return family | last_success(ref, [task.task_id for task in d_train])
+    return family | last_success(answers, [task.task_id for task in d_train])
 
 
 @generation_stage(done=tasks_written, reads=("generations", "trajectories", "pool"), writes=("tasks",), gpu=True)
@@ -101,8 +102,9 @@ def generate(ref: GenerationRef) -> StageOutput:
     known = load_tasks(ref)
     pool = subset(known, pool_ids(ref, "train", ref.generation - 1))
     d_train = list(pool.values())
-    overall, by_family = recent_success_rate(ref), family_success_rates(ref, known)
-    seed_tasks = draw_seeds(ref, d_train, by_family)
+    answers = earlier_sampled_answers(ref)  # the agent's recent success, read once for the hint and the seed draw
+    overall, by_family = recent_success_rate(ref), family_success_rates(answers, known)
+    seed_tasks = draw_seeds(ref, d_train, answers, by_family)
     contexts = [
         domain.simulator_messages(task, by_family.get(task.family, overall), alpha=config.alpha, k_min=config.k_min)
         for task in seed_tasks

@@ -28,6 +28,7 @@ from genenv.tasks.answers import ANSWER_SCHEMA, answer_tasks
 from genenv.tasks.context import (
     GenerationRef,
     agent_sampling,
+    earlier_sampled_answers,
     fresh_tasks,
     greedy_sampling,
     last_success,
@@ -59,7 +60,11 @@ def rollout(generated: StageOutput) -> Rollouts:
     known = load_tasks(ref)
     fresh = fresh_tasks(ref, known)
     pool = subset(known, pool_ids(ref, "train", ref.generation - 1))
-    order = replay_order(list(pool), last_success(ref, list(pool)), generation_rng(config.seed, ref.generation, "pool"))
+    order = replay_order(
+        list(pool),
+        last_success(earlier_sampled_answers(ref), list(pool)),
+        generation_rng(config.seed, ref.generation, "pool"),
+    )
     pool_order = [pool[task_id] for task_id in order]
     abstention_order = sorted(fresh_tasks(ref, known, origin="abstention").values(), key=_built_index)
     target, share = call_target(ref, fresh), config.abstention_share

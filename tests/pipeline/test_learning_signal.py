@@ -11,7 +11,7 @@ from genenv.domains.base import REPEAT, Candidate, ValidationContext, get_domain
 from genenv.runtime.handle import ModelRuntime
 from genenv.tasks.adapter_lineage import reference_checkpoints
 from genenv.tasks.answers import judge
-from genenv.tasks.context import GenerationRef, load_tasks
+from genenv.tasks.context import GenerationRef, earlier_sampled_answers, load_tasks
 from genenv.tasks.generate import family_success_rates, recent_success_rate, repeat_of_this_generation
 from genenv.tasks.rewards import shared_verdicts
 from genenv.tasks.run_records import register_run
@@ -152,9 +152,10 @@ def test_each_seed_is_told_its_own_familys_success(tmp_path):
     rows.append(trajectory(ref.run_id, 2, by_family[rare][0].task_id, "fresh", 0, True))
     ref.warehouse.append("trajectories", rows)
     later = GenerationRef(ref.warehouse_uri, ref.run_id, 3, ModelRuntime())
-    rates = family_success_rates(later, known)
+    rates = family_success_rates(earlier_sampled_answers(later), known)
     assert rates == {busy: 0.5}  # 8 failures of generation 2, then the latest 8 of generation 1's 16 successes
-    assert family_success_rates(GenerationRef(ref.warehouse_uri, ref.run_id, 2, ModelRuntime()), known) == {busy: 1.0}
+    second = GenerationRef(ref.warehouse_uri, ref.run_id, 2, ModelRuntime())
+    assert family_success_rates(earlier_sampled_answers(second), known) == {busy: 1.0}
 
 
 def trajectory(run_id: str, generation: int, task_id: str, purpose: str, index: int, solved: bool) -> dict:
@@ -424,13 +425,14 @@ def test_the_edge_seed_draw_weighs_a_quarter_the_seeds_the_agent_has_outgrown(tm
     rows = [trajectory(ref.run_id, 1, outgrown[0].task_id, "pool", i, True) for i in range(16)]
     rows += [trajectory(ref.run_id, 0, failed.task_id, "pool", i, False) for i in range(4)]  # its family: the later 16
     ref.warehouse.append("trajectories", rows)
-    rates = family_success_rates(GenerationRef(ref.warehouse_uri, ref.run_id, 2, ModelRuntime()), known)
-    success = seed_success(GenerationRef(ref.warehouse_uri, ref.run_id, 2, ModelRuntime()), d_train, rates)
+    answers = earlier_sampled_answers(GenerationRef(ref.warehouse_uri, ref.run_id, 2, ModelRuntime()))
+    success = seed_success(answers, d_train, family_success_rates(answers, known))
     assert success == {failed.task_id: 0.0} | {task.task_id: 1.0 for task in outgrown}
     drawn = []
     for generation in range(2, 62):
         later = GenerationRef(ref.warehouse_uri, ref.run_id, generation, ModelRuntime())
-        drawn += draw_seeds(later, d_train, family_success_rates(later, known))
+        answers = earlier_sampled_answers(later)
+        drawn += draw_seeds(later, d_train, answers, family_success_rates(answers, known))
     share = sum(task in outgrown for task in drawn) / len(drawn)
     uniform_share = len(outgrown) / len(d_train)
     if seed_draw == "uniform":
