@@ -58,7 +58,7 @@ demo: $(DEMO_STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/python -m tests.support.typecheck
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n 2 --dist loadgroup
 
 test-fast: $(STAMP)
 	$(BIN)/pytest -q -m "not slow and not vllm"

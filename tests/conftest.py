@@ -7,7 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.tiny_model import build_tiny_model
+# Each pytest-xdist worker gets its share of the cores (tests/support/workers.py), set before torch is imported and
+# inherited by the processes a test starts: two workers each spinning as many OpenMP threads as there are cores would
+# make every parallel region wait for a thread whose core the other worker holds (docs/performance.md, contention).
+if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
+    share = max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))
+    os.environ["OMP_NUM_THREADS"] = str(share)
+    import torch
+
+    torch.set_num_threads(share)  # in case a plugin imported torch before this file
+
+from tests.support.tiny_model import build_tiny_model  # noqa: E402 (imports torch: after the thread count)
 
 # Ray clusters of the tests live on 127.0.0.1, which Ray on Linux rewrites to the machine's network address unless
 # told the cluster is one machine (runtime/pool.py: keep_loopback); set before any test imports ray.

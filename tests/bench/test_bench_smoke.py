@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.workers import ONE_RAY
+
 REPO = Path(__file__).resolve().parents[2]
 BENCH = REPO / "bench"
 ELSEWHERE = {"steering.py", "gpu_smoke.py", "steering_probe.py", "mean_of_categories.py"}
@@ -73,7 +75,11 @@ def test_every_bench_script_has_a_smoke_run_here() -> None:
 
 
 @pytest.mark.parametrize(
-    "script", [pytest.param(s, marks=[pytest.mark.slow] if s in SLOW else []) for s in sorted(SCRIPTS)]
+    "script",
+    [
+        pytest.param(s, marks=[*([pytest.mark.slow] if s in SLOW else []), *([ONE_RAY] if s == "scale_out.py" else [])])
+        for s in sorted(SCRIPTS)
+    ],
 )
 def test_bench_script_smoke(script: str, request: pytest.FixtureRequest, tmp_path: Path, monkeypatch, capsys) -> None:
     arguments, expected = SCRIPTS[script]

@@ -18,6 +18,7 @@ from prefect.states import Running
 from genenv.commands.environment import prepare_environment
 from genenv.config import ConfigError, GenEnvConfig
 from genenv.flows.validation import validate
+from tests.support.workers import ONE_RAY
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
@@ -59,6 +60,7 @@ def test_stack_down_marks_runs_in_flight_crashed(tmp_path: Path, monkeypatch: py
         _genenv("stack", "down", *stack, env=env)
 
 
+@ONE_RAY
 def test_stack_up_starts_a_ray_head_that_down_stops(tmp_path: Path) -> None:
     """`--ray-port`: a Ray head on loopback that a run's ray_address reaches, stopped by `down` with all it started."""
     ports = []

@@ -43,6 +43,9 @@ from genenv.warehouse.schemas import GENERATION_TABLES
 from genenv.warehouse.store import Warehouse
 from tests.pipeline.conftest import assert_same_run, comparable, small_config
 from tests.support.training_rows import EXAMPLES, GRPO, RWR, SAMPLES
+from tests.support.workers import ONE_RAY
+
+pytestmark = ONE_RAY  # the module's cluster and every other Ray test in one worker
 
 CONVERSATIONS = [[{"role": "user", "content": f"book a hotel in Tokyo for {i} nights"}] for i in range(5)]
 GREEDY = SamplingSettings(max_new_tokens=12, temperature=0.0)
