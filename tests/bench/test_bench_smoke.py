@@ -65,7 +65,7 @@ SCRIPTS: dict[str, tuple[list[str], str]] = {
     "warehouse_queries.py": (["--smoke", "--dir", "{tmp}/warehouse"], r"^geometric mean speed-up over pandas"),
     "warm_start_fit.py": (MODEL, r"^epoch 1: loss [\d.]+ \| training seeds"),
 }
-SHELL = ("arms_two_seeds.sh", "generations_side_by_side.sh", "sweep_agent_update.sh")
+SHELL = ("arms_two_seeds.sh", "edge_seed_draw.sh", "generations_side_by_side.sh", "sweep_agent_update.sh")
 
 
 def test_every_bench_script_has_a_smoke_run_here() -> None:

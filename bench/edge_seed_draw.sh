@@ -1,0 +1,27 @@
+#!/bin/bash
+# Issue 52: does drawing the simulator's seeds at the agent's edge (simulator_seed_draw=edge) grow D_env faster than
+# the uniform draw? One generation 0 and 1 of configs/laptop.yaml (run l62, which goes on with the uniform draw), and
+# a fork of its generation 2 with the edge draw (l62-edge); both to generation G, loop seed 0. Counts per generation
+# at the end (D_env's growth and the agent's success on the fresh tasks). Idempotent: a run that exists is resumed
+# where it stopped.   bench/edge_seed_draw.sh [--smoke]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. bench/smoke.sh  # --smoke: print the genenv commands instead of running them
+D=data/l62
+W=$D/warehouse
+G=${GENERATIONS:-4}
+run_of() {
+  $genenv sql --warehouse $W "SELECT run_id FROM runs WHERE run_name = '$1'" 2>/dev/null | grep -o "$1-[0-9]\{8\}-[0-9a-z-]*" | head -1 || true
+}
+parent=$(run_of l62)
+$genenv evolve --config configs/laptop.yaml --set data_dir=$D --set run_name=l62 --set generations=$G ${parent:+--run-id "$parent"}
+parent=$(run_of l62)
+edge=$(run_of l62-edge)
+if [ -z "$edge" ]; then
+  $genenv rerun --warehouse $W --run "${parent:-l62-RUN}" --generation 2 --fork l62-edge --set simulator_seed_draw=edge
+  edge=$(run_of l62-edge)
+fi
+$genenv evolve --run-id "${edge:-l62-edge-RUN}" --set data_dir=$D --set generations=$G
+$genenv sql --warehouse $W "SELECT r.run_name, g.generation, json_extract(g.metrics, '\$.d_env') AS d_env,
+  json_extract(g.metrics, '\$.d_env_added') AS joined, json_extract(g.metrics, '\$.fresh_success') AS fresh_success
+  FROM generations g JOIN runs r USING (run_id) WHERE r.run_name LIKE 'l62%' ORDER BY 1, 2"
