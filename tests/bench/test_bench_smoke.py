@@ -30,6 +30,8 @@ SLOW = {"onednn_cache.py", "scale_out.py", "stage_overhead.py", "sampling_spread
 """A flow run on the tiny model, or a Ray cluster: with the slow tests."""
 FLOW = {"onednn_cache.py", "stage_overhead.py"}
 """Scripts that run the evolve flow: on the session's Prefect server."""
+RAY = {"scale_out.py"}
+"""Scripts that start a Ray cluster: in the worker that runs the other Ray tests."""
 
 MODEL = ["--smoke", "--model", "{model}"]
 SCRIPTS: dict[str, tuple[list[str], str]] = {
@@ -77,7 +79,7 @@ def test_every_bench_script_has_a_smoke_run_here() -> None:
 @pytest.mark.parametrize(
     "script",
     [
-        pytest.param(s, marks=[*([pytest.mark.slow] if s in SLOW else []), *([ONE_RAY] if s == "scale_out.py" else [])])
+        pytest.param(s, marks=[mark for mark, group in ((pytest.mark.slow, SLOW), (ONE_RAY, RAY)) if s in group])
         for s in sorted(SCRIPTS)
     ],
 )
