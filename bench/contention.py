@@ -4,15 +4,18 @@ process each time) runs alone and beside a neighbour that spins on one core (`ta
 "while True: pass"`) at nice 10 and at nice 0, for each thread setting asked for; each setting runs in its own
 process because OpenMP reads its environment when it starts.
 
-    python bench/contention.py [--settings default,passive,spin10k,spin1k,one-thread] [--prompts 32] [--scored 32]
-        [--beside alone,nice10,nice0] [--repeats 1] [--timeout 600] [--smoke --model DIR]
+    python bench/contention.py [--settings adaptive,fixed,passive,spin10k,spin1k,one-thread] [--prompts 32]
+        [--scored 32] [--beside alone,nice10,nice0] [--repeats 1] [--timeout 600] [--smoke --model DIR]
+    python bench/contention.py --overhead ROUNDS [--scored 32]    # the governor's own cost alone, on and off in turn
 
-Settings (environment of the worker process): default (nothing set); passive (OMP_WAIT_POLICY=PASSIVE: threads
-sleep at once between parallel regions); spin10k, spin1k (GOMP_SPINCOUNT=10000, 1000: libgomp's threads spin 30x,
-300x less than its default 300000 before sleeping); one-thread (OMP_NUM_THREADS=1). A run that takes longer than
---timeout seconds is stopped and shows as "stopped". Prints each run's seconds by phase and each
-setting's ratio to the default alone: with a neighbour at nice 10 the free cycles are about 1.9 cores, at nice 0
-about 1.5 (the neighbour gets half of its core), so ratios near 1.05 and 1.33 are what the cycles allow.
+Settings: adaptive (the product's default: the thread count follows the machine, models/cpu/threads.py); fixed
+(PyTorch's count throughout, the default before adaptive); and, each with the count fixed, passive
+(OMP_WAIT_POLICY=PASSIVE: threads sleep at once between parallel regions), spin10k, spin1k (GOMP_SPINCOUNT=10000,
+1000: libgomp's threads spin 30x, 300x less than its default 300000 before sleeping), one-thread (OMP_NUM_THREADS=1).
+A run that takes longer than --timeout seconds is stopped and shows as "stopped". Prints each run's seconds by phase
+(and, adaptive, how often the count changed and where it ended) and each setting's ratio to the first setting alone:
+with a neighbour at nice 10 the free cycles are about 1.9 cores, at nice 0 about 1.5 (the neighbour gets half of its
+core), so ratios near 1.05 and 1.33 are what the cycles allow.
 """
 
 from __future__ import annotations
@@ -31,7 +34,8 @@ from options import add_model_options, base_model, parsed  # bench/ is the scrip
 from genenv.models.precision import resolve_precision
 
 SETTINGS = {
-    "default": {},
+    "adaptive": {},
+    "fixed": {},
     "passive": {"OMP_WAIT_POLICY": "PASSIVE"},
     "spin10k": {"GOMP_SPINCOUNT": "10000"},
     "spin1k": {"GOMP_SPINCOUNT": "1000"},
@@ -50,13 +54,18 @@ QUESTIONS = [
 ]
 
 
-def work(model: Path, prompts: int, scored: int, tokens: int, precision: str) -> dict[str, float]:
+def work(model: Path, prompts: int, scored: int, tokens: int, precision: str, adaptive: bool) -> dict[str, float]:
     """The fixed work, timed by phase: decode (sampled), a GRPO step on those answers, a greedy scoring pass."""
+    import torch
+
+    from genenv.models.cpu.threads import process_governor
     from genenv.models.grpo import GroupSample, grpo_update
     from genenv.models.policy import LoraSettings, PolicyPair
     from genenv.models.sampling import SamplingSettings
     from genenv.models.transformers_backend import TransformersBackend
 
+    if not adaptive:  # the count PyTorch chose stays: the governor steps aside where OMP_NUM_THREADS is set
+        os.environ.setdefault("OMP_NUM_THREADS", str(torch.get_num_threads()))
     policy = PolicyPair.load(model, LoraSettings(), precision=precision)
     backend = TransformersBackend(policy)
     ask = [[{"role": "user", "content": f"{QUESTIONS[i % len(QUESTIONS)]} ({i})"}] for i in range(max(prompts, scored))]
@@ -73,7 +82,43 @@ def work(model: Path, prompts: int, scored: int, tokens: int, precision: str) ->
     started = time.perf_counter()
     backend.generate("agent", ask[:scored], SamplingSettings(tokens, 0.0))
     seconds["scoring"] = time.perf_counter() - started
+    if adaptive:
+        seconds |= {"changes": float(process_governor().changes), "threads": float(torch.get_num_threads())}
     return seconds
+
+
+def overhead(model: Path, scored: int, tokens: int, precision: str, rounds: int) -> None:
+    """The governor's own cost on a quiet machine, where it never changes the count: one process, the greedy scoring
+    pass with its hook on and off in alternating order, so a drift of the machine's speed hits both alike."""
+    import statistics
+
+    from genenv.models.cpu.threads import process_governor
+    from genenv.models.policy import LoraSettings, PolicyPair
+    from genenv.models.sampling import SamplingSettings
+    from genenv.models.transformers_backend import TransformersBackend
+
+    policy = PolicyPair.load(model, LoraSettings(), precision=precision)
+    backend = TransformersBackend(policy)
+    hooks = policy.model.get_input_embeddings()._forward_pre_hooks  # private: how the bench takes the hook off
+    governed = dict(hooks)
+    if not governed:
+        raise SystemExit("no governor on this model (OMP_NUM_THREADS set, or no /proc/pressure/cpu)")
+    ask = [[{"role": "user", "content": f"{QUESTIONS[i % len(QUESTIONS)]} ({i})"}] for i in range(scored)]
+    seconds: dict[bool, list[float]] = {True: [], False: []}
+    for round_ in range(rounds):
+        for on in (True, False) if round_ % 2 == 0 else (False, True):
+            hooks.clear()
+            hooks.update(governed if on else {})
+            started = time.perf_counter()
+            backend.generate("agent", ask, SamplingSettings(tokens, 0.0))
+            seconds[on].append(time.perf_counter() - started)
+    for on in (True, False):
+        print(f"governor {'on ' if on else 'off'} " + " ".join(f"{x:.2f}" for x in seconds[on]))
+    paired = statistics.median(a / b for a, b in zip(seconds[True], seconds[False], strict=True))
+    print(
+        f"governor on/off: median of the {rounds} rounds' ratios {paired:.3f} (each round both, back to back; "
+        f"the count changed {process_governor().changes} times)"
+    )
 
 
 def neighbour(niceness: int | None) -> subprocess.Popen | None:
@@ -103,6 +148,7 @@ def timed_run(args: argparse.Namespace, setting: str, niceness: int | None) -> d
         str(args.tokens),
         "--precision",
         args.precision,
+        *(["--adaptive"] if setting == "adaptive" else []),
     ]
     spinning = neighbour(niceness)
     try:
@@ -130,12 +176,23 @@ def main() -> None:
     parser.add_argument("--beside", default=",".join(NEIGHBOURS), help=f"any of {','.join(NEIGHBOURS)}")
     parser.add_argument("--precision", default="auto", choices=("auto", "bfloat16", "float32"))
     parser.add_argument("--timeout", type=float, default=600, help="seconds a run may take before it is stopped")
+    parser.add_argument("--overhead", type=int, metavar="ROUNDS", help="only the governor's cost alone, in one process")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--adaptive", action="store_true", help=argparse.SUPPRESS)
     args = parsed(
-        parser, settings="default", beside="alone,nice0", prompts=2, scored=2, tokens=4, repeats=1, precision="float32"
+        parser, settings="adaptive", beside="alone,nice0", prompts=2, scored=2, tokens=4, repeats=1, precision="float32"
     )
+    if args.overhead:
+        overhead(base_model(args), args.scored, args.tokens, resolve_precision(args.precision), args.overhead)
+        return
     if args.worker:
-        print(json.dumps(work(args.model, args.prompts, args.scored, args.tokens, resolve_precision(args.precision))))
+        print(
+            json.dumps(
+                work(
+                    args.model, args.prompts, args.scored, args.tokens, resolve_precision(args.precision), args.adaptive
+                )
+            )
+        )
         return
     settings, beside = args.settings.split(","), args.beside.split(",")
     unknown = (set(settings) - set(SETTINGS)) | (set(beside) - set(NEIGHBOURS))
@@ -147,7 +204,9 @@ def main() -> None:
             for where in beside:
                 seconds = timed_run(args, setting, NEIGHBOURS[where])
                 runs.setdefault((setting, where), []).append(seconds["total"])
-                phases = " ".join(f"{k} {v:.1f}" for k, v in seconds.items())
+                phases = " ".join(
+                    f"{k} {v:g}" if k in ("changes", "threads") else f"{k} {v:.1f}" for k, v in seconds.items()
+                )
                 print(f"round {repeat} {setting:10s} {where:8s} {phases}", flush=True)
     baseline = min(runs[(settings[0], "alone")])
     precision = resolve_precision(args.precision)

@@ -24,6 +24,7 @@ from genenv.atomic import atomic_path
 from genenv.config import GenEnvConfig
 from genenv.models.cpu.onednn_linears import base_linears, use_onednn
 from genenv.models.cpu.shapes import ShapeBuckets, bound_onednn_primitive_cache
+from genenv.models.cpu.threads import fit_threads_to_machine
 from genenv.models.loading import make_readable
 from genenv.models.memory import return_freed_memory
 from genenv.models.token_logprobs import token_logprobs
@@ -75,6 +76,7 @@ class PolicyPair:
             _rest_to_float32(model)
         else:
             use_onednn(model)
+        fit_threads_to_machine(model.get_input_embeddings())
         # role -> the AdamW state_dict its next `training(persist=True)` resumes from
         self.optimizer_states: dict[str, dict] = dict(optimizer_states or {})
         self.checkpoint_activations = False

@@ -10,8 +10,10 @@ import pytest
 # Each pytest-xdist worker gets its share of the cores (tests/support/workers.py), set before torch is imported and
 # inherited by the processes a test starts: two workers each spinning as many OpenMP threads as there are cores would
 # make every parallel region wait for a thread whose core the other worker holds (docs/performance.md, contention).
-if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
-    share = max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))
+# A count set here also keeps the product's thread governor (models/cpu/threads.py) out of every test but its own:
+# a test's numbers never depend on what else the machine was doing.
+if "OMP_NUM_THREADS" not in os.environ:
+    share = max(1, (os.cpu_count() or 1) // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
     os.environ["OMP_NUM_THREADS"] = str(share)
     import torch
 

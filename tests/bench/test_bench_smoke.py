@@ -37,7 +37,7 @@ MODEL = ["--smoke", "--model", "{model}"]
 SCRIPTS: dict[str, tuple[list[str], str]] = {
     "answer_check.py": ([], r"^after the answer check: \d+ kept"),
     "attention_kernels.py": (["--smoke"], r"^\s+2\s+1\s+8\s+[\d.]+\s+[\d.]+\s+[\d.]+x"),
-    "contention.py": (MODEL, r"^default\s+alone [\d.]+ s \(1\.00x\) \| nice0 [\d.]+ s \([\d.]+x\)$"),
+    "contention.py": (MODEL, r"^adaptive\s+alone [\d.]+ s \(1\.00x\) \| nice0 [\d.]+ s \([\d.]+x\)$"),
     "continuous_batching.py": (MODEL, r"rows joining alone [\d.]+x; identical greedy answers to whole batches \d/2"),
     "cpu_kernels.py": (MODEL, r"^bfloat16\s+plain layers\s+prefill\s+\d+ tokens/s"),
     "decode_step.py": (MODEL, r"^\s+2\s+[\d.]+\s+\d+\s+[\d.]+ \(\s*\d+\)"),

@@ -1,0 +1,81 @@
+"""The thread governor (models/cpu/threads.py): a thread fewer while tasks wait for a CPU, one back while a core is
+idle, and nothing where the user fixed the count."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from genenv.models.cpu import threads
+from genenv.models.cpu.threads import Reading, ThreadGovernor, fit_threads_to_machine, next_threads, read_machine
+from genenv.models.policy import LoraSettings, PolicyPair
+
+PSI = pytest.mark.skipif(read_machine() is None, reason="the kernel reports no CPU pressure (/proc/pressure/cpu)")
+
+
+@pytest.mark.parametrize(
+    ("threads_now", "waited", "idle", "expected"),
+    [
+        (2, 0.9, 0.0, 1),  # tasks waited most of the window: one thread fewer
+        (1, 0.9, 0.0, 1),  # never below one
+        (4, 0.6, 1.5, 3),  # waiting wins over idle (a core idles between the waits)
+        (1, 0.0, 0.9, 2),  # a core idle: one back
+        (2, 0.0, 0.9, 2),  # never above the ceiling
+        (1, 0.2, 0.3, 1),  # a little waiting, a little idle: as it is
+    ],
+)
+def test_one_thread_fewer_while_tasks_wait_one_more_while_a_core_idles(threads_now, waited, idle, expected) -> None:
+    assert next_threads(threads_now, 2 if threads_now <= 2 else 4, waited, idle) == expected
+
+
+def test_the_counters_become_shares_of_the_window(monkeypatch: pytest.MonkeyPatch) -> None:
+    """0.4 s of waiting and 1.7 idle core-seconds over a 2 s window: a waited share of 0.2 and 0.85 idle cores."""
+    readings = iter(
+        [Reading(100.0, 5_000_000, 1_000), Reading(102.0, 5_400_000, 1_000 + 170 * threads.TICKS_PER_S // 100)]
+    )
+    governor = ThreadGovernor(ceiling=2, window_s=0.0, read=lambda: next(readings))
+    seen = {}
+    monkeypatch.setattr(threads, "next_threads", lambda n, ceiling, w, i: seen.update(waited=w, idle=i) or n)
+    governor()
+    assert seen["waited"] == pytest.approx(0.2) and seen["idle"] == pytest.approx(1.7 / 2)
+
+
+@PSI
+def test_a_crowded_machine_takes_a_thread_away() -> None:
+    """More spinning processes than cores: tasks wait all the time, whatever else runs, so the count drops by one."""
+    before = torch.get_num_threads()
+    spinners = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
+        for _ in range((os.cpu_count() or 1) + 1)
+    ]
+    try:
+        torch.set_num_threads(2)
+        governor = ThreadGovernor(ceiling=2, window_s=0.3)
+        time.sleep(0.6)
+        governor()
+        assert (torch.get_num_threads(), governor.changes) == (1, 1)
+    finally:
+        for spinner in spinners:
+            os.killpg(spinner.pid, 15)
+            spinner.wait()
+        torch.set_num_threads(before)
+
+
+@PSI
+def test_every_forward_pass_asks_the_governor_unless_the_user_fixed_the_count(
+    tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert "OMP_NUM_THREADS" in os.environ  # tests/conftest.py fixes it for every test
+    fixed = PolicyPair.load(tiny_model_dir, LoraSettings(r=2, alpha=4))
+    assert not fixed.model.get_input_embeddings()._forward_pre_hooks
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    governed = PolicyPair.load(tiny_model_dir, LoraSettings(r=2, alpha=4))
+    hooks = list(governed.model.get_input_embeddings()._forward_pre_hooks.values())
+    assert hooks == [threads.process_governor()]
+    assert fit_threads_to_machine(governed.model.get_input_embeddings()) is threads.process_governor()  # one a process
