@@ -19,7 +19,7 @@ from genenv.models.backends import BACKENDS
 from genenv.models.loading import resolve_base_model
 from genenv.models.policy import LoraSettings, PolicyPair
 from genenv.models.sampling import SamplingSettings
-from genenv.tasks.context import task_from_row
+from genenv.pipeline.context import task_from_row
 from genenv.warehouse.store import Warehouse
 
 SETTINGS = [(1.0, 1.0), (1.0, 0.9), (0.7, 1.0), (0.7, 0.9), (0.5, 1.0)]

@@ -111,7 +111,7 @@ def main() -> None:
 
     from genenv.config import load_config, parse_overrides
     from genenv.flows.evolve import evolve
-    from genenv.tasks import contract
+    from genenv.pipeline import contract
     from genenv.warehouse.store import Warehouse
 
     recorder = Recorder()

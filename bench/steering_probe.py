@@ -32,8 +32,8 @@ from genenv.models.loading import resolve_base_model
 from genenv.models.policy import LoraSettings, PolicyPair
 from genenv.models.sampling import SamplingSettings
 from genenv.models.transformers_backend import TransformersBackend
+from genenv.pipeline.context import task_from_row
 from genenv.tasks.answers import judge
-from genenv.tasks.context import task_from_row
 from genenv.warehouse.checkpoints import fetch_adapter
 from genenv.warehouse.purposes import Purpose
 from genenv.warehouse.store import Warehouse

@@ -9,12 +9,12 @@ from prefect import flow, tags
 from genenv.arms import arm_of
 from genenv.config import config_from_dict, load_config
 from genenv.flows.generation import run_generation
-from genenv.flows.parameters import ConfigOverrides, override_values
 from genenv.flows.validation import validate
 from genenv.models.loading import check_base_model
 from genenv.models.sentence import check_sentence_model
+from genenv.parameters import ConfigOverrides, override_values
+from genenv.pipeline.run_records import flow_run_run_id, name_flow_run, stored_config
 from genenv.runtime.handle import ModelRuntime, model_runtime
-from genenv.tasks.run_records import flow_run_run_id, name_flow_run, stored_config
 from genenv.tasks.start_run import start_run
 from genenv.warehouse.leases import run_lease
 from genenv.warehouse.store import Warehouse

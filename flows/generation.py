@@ -1,5 +1,5 @@
 """One generation of GenEnv, as Algorithm 1 reads: generate -> rollout -> verify -> rewards -> grow-pools ->
-finetune -> evaluate -> commit. Each stage hands the next a typed reference to where its data is (tasks/contract.py).
+finetune -> evaluate -> commit. Each stage hands the next a typed reference to where its data is (pipeline/contract.py).
 
 Generation 0 records the seed set, warm-starts both adapters and measures the agent. Every stage is
 idempotent on (run, generation), so re-running this flow after a crash completes what is missing.
@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from prefect import flow
 
+from genenv.pipeline.context import GenerationRef
+from genenv.pipeline.contract import Adapters, StageOutput
+from genenv.pipeline.options import stage_tags
 from genenv.runtime.handle import ModelRuntime, model_runtime
 from genenv.tasks.commit import commit
-from genenv.tasks.context import GenerationRef
-from genenv.tasks.contract import Adapters, StageOutput
 from genenv.tasks.finetune import finetune
 from genenv.tasks.generate import generate
 from genenv.tasks.grow_pools import grow_pools
 from genenv.tasks.heldout import evaluate_heldout
-from genenv.tasks.options import stage_tags
 from genenv.tasks.rewards import rewards
 from genenv.tasks.rollout import rollout
 from genenv.tasks.seed import seed_pool

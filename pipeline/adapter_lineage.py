@@ -7,10 +7,10 @@ import tempfile
 from pathlib import Path
 
 from genenv.models.policy import ROLES
+from genenv.pipeline.context import GenerationRef
+from genenv.pipeline.contract import Adapters
 from genenv.runtime.checkpoints import NO_CHECKPOINTS, Checkpoints
 from genenv.runtime.interface import Trainee
-from genenv.tasks.context import GenerationRef
-from genenv.tasks.contract import Adapters
 from genenv.warehouse.checkpoints import checkpoint_uri, publish_adapter
 
 

@@ -22,8 +22,8 @@ from genenv.curriculum.pools import draw, generation_rng, sampling_seed
 from genenv.domains.base import Domain, TaskInstance, get_domain
 from genenv.errors import WarehouseError
 from genenv.models.sampling import SamplingSettings
+from genenv.pipeline.artifacts import StageProgress
 from genenv.runtime.handle import ModelRuntime
-from genenv.tasks.artifacts import StageProgress
 from genenv.warehouse.purposes import Purpose
 from genenv.warehouse.store import Warehouse
 

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
 from genenv.faults import crash_point
-from genenv.tasks.context import Declared, GenerationRef
-from genenv.tasks.options import stage
+from genenv.pipeline.context import Declared, GenerationRef
+from genenv.pipeline.options import stage
 from genenv.warehouse.schemas import TABLES
 
 
@@ -47,7 +47,7 @@ def tasks_written(ref: GenerationRef) -> StageOutput | None:
 
 @dataclass(frozen=True)
 class Rollouts(StageOutput):
-    """The agent's raw answers, staged at `uri` (tasks/staging.py) until `verify` scores them."""
+    """The agent's raw answers, staged at `uri` (pipeline/staging.py) until `verify` scores them."""
 
     uri: str = ""
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import polars as pl
 
 from genenv.atomic import atomic_path
-from genenv.tasks.context import GenerationRef
+from genenv.pipeline.context import GenerationRef
 from genenv.warehouse.storage import filesystem, is_remote, join, translated
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 
-from genenv.tasks.context import GenerationRef
+from genenv.pipeline.context import GenerationRef
 
 
 def training_rows(

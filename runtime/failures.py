@@ -1,6 +1,6 @@
 """What a failed worker call means for the stage: retry it on new workers, or fail once and say why.
 
-Prefect retries a stage only on a transient error (tasks/options.py reads `transient`). A lost actor or node is
+Prefect retries a stage only on a transient error (pipeline/options.py reads `transient`). A lost actor or node is
 transient: the retry starts new workers. An out-of-memory error, or an error every rank raises alike (a bug, a bad
 row), would recur on every retry, each one starting and loading all the workers again: it fails the stage at once.
 """

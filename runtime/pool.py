@@ -2,7 +2,7 @@
 conversations split among them in order and gathered back in order; an update run on all of them as ranks.
 
 Ray actors driven from inside the stage, not prefect-ray's task runner: a stage is one Prefect task with one output
-and one resume check (tasks/contract.py), and a task runner would make each shard a Prefect task of its own, with
+and one resume check (pipeline/contract.py), and a task runner would make each shard a Prefect task of its own, with
 its own state to resume, while the shards of one call are nothing but one batch cut in pieces.
 
 A worker that dies mid-call is restarted by Ray and its shard answered again (`RETRIES`), so a stage sees neither

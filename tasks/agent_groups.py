@@ -13,12 +13,12 @@ import polars as pl
 from genenv.config import GenEnvConfig
 from genenv.curriculum.pools import GROUP_KINDS, Group, generation_rng, select_groups
 from genenv.domains.base import AbstainingDomain, Domain, TaskInstance
-from genenv.tasks.context import GenerationRef, load_tasks
-from genenv.tasks.staging import read_staged, staging_path, write_staged
+from genenv.pipeline.context import GenerationRef, load_tasks
+from genenv.pipeline.staging import read_staged, staging_path, write_staged
 from genenv.warehouse.purposes import GROUP_PURPOSES, Purpose
 
 RECORD = "agent-groups"
-"""The staged record of the generation's drawn groups and whether each was trained (tasks/staging.py)."""
+"""The staged record of the generation's drawn groups and whether each was trained (pipeline/staging.py)."""
 RECORD_SCHEMA = pl.Schema(
     {
         "task_id": pl.String(),

@@ -18,7 +18,7 @@ import polars as pl
 from genenv.domains.base import Domain, Episode, MultiTurnDomain, TaskInstance, Verdict
 from genenv.models.conversation import encode_conversation
 from genenv.models.sampling import GenerationBackend, PolicyBackend, SamplingSettings, encode_prompt
-from genenv.tasks.context import GenerationRef, progress_bar
+from genenv.pipeline.context import GenerationRef, progress_bar
 from genenv.warehouse.purposes import Purpose
 
 ANSWER_SCHEMA = pl.Schema(

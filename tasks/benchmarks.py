@@ -19,9 +19,9 @@ from genenv.config import GenEnvConfig
 from genenv.evaluation.benchmark_registry import Item, get_benchmark, select_items
 from genenv.evaluation.runner import ItemResult, run_benchmark, scored, summarise
 from genenv.models.sampling import GenerationBackend
+from genenv.pipeline.context import progress_bar
+from genenv.pipeline.options import stage
 from genenv.runtime.handle import ModelRuntime
-from genenv.tasks.context import progress_bar
-from genenv.tasks.options import stage
 from genenv.warehouse.checkpoints import adapter_digest, adapter_exists
 from genenv.warehouse.schemas import now
 from genenv.warehouse.store import Warehouse, WarehouseError, registered_config

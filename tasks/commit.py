@@ -17,10 +17,10 @@ from genenv.config import GenEnvConfig
 from genenv.curriculum.pools import still_missing
 from genenv.domains.base import AbstainingDomain, DescribedDifficulty, Domain, TaskInstance
 from genenv.evaluation.bootstrap import bootstrap_mean
+from genenv.pipeline.artifacts import artifact_key, curriculum_trend, loss_curves, p_hat_histogram, summary_rows
+from genenv.pipeline.context import GenerationRef, load_tasks, pool_ids
+from genenv.pipeline.contract import Adapters, StageOutput, generation_stage
 from genenv.tasks.agent_groups import recorded_batch
-from genenv.tasks.artifacts import artifact_key, curriculum_trend, loss_curves, p_hat_histogram, summary_rows
-from genenv.tasks.context import GenerationRef, load_tasks, pool_ids
-from genenv.tasks.contract import Adapters, StageOutput, generation_stage
 from genenv.warehouse.purposes import Purpose
 from genenv.warehouse.schemas import GENERATION_TABLES
 

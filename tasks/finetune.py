@@ -18,12 +18,12 @@ from genenv.domains.base import AbstainingDomain, TaskInstance
 from genenv.faults import crash_point
 from genenv.models.grpo import GroupSample, group_advantages, grpo_update
 from genenv.models.rwr import encode_example, weighted_sft
-from genenv.tasks.adapter_lineage import committed_checkpoints, own_adapters, reference_checkpoints, save_policy
+from genenv.pipeline.adapter_lineage import committed_checkpoints, own_adapters, reference_checkpoints, save_policy
+from genenv.pipeline.context import GenerationRef, agent_sampling, load_tasks, pool_ids, progress_bar
+from genenv.pipeline.contract import Adapters, StageOutput, generation_stage
+from genenv.pipeline.training_log import training_rows
 from genenv.tasks.agent_groups import AgentBatch, group_rows, record_batch, select_batch
-from genenv.tasks.context import GenerationRef, agent_sampling, load_tasks, pool_ids, progress_bar
-from genenv.tasks.contract import Adapters, StageOutput, generation_stage
 from genenv.tasks.simulator_update import train_simulator
-from genenv.tasks.training_log import training_rows
 
 REPLAY_ABSTENTION_SHARE = 0.25
 

@@ -14,8 +14,8 @@ import polars as pl
 
 from genenv.config import GenEnvConfig, config_from_dict, load_config
 from genenv.errors import RerunError
-from genenv.tasks.options import stage
-from genenv.tasks.run_records import new_run_id, register_run
+from genenv.pipeline.options import stage
+from genenv.pipeline.run_records import new_run_id, register_run
 from genenv.warehouse.checkpoints import adapter_exists
 from genenv.warehouse.schemas import GENERATION_TABLES
 from genenv.warehouse.store import Warehouse, registered_config

@@ -19,9 +19,8 @@ from genenv.domains.base import REPEAT, AbstainingDomain, Candidate, Domain, Mes
 from genenv.domains.decontamination import domain_index
 from genenv.faults import crash_point
 from genenv.models.sampling import Completion
-from genenv.tasks.adapter_lineage import committed_checkpoints, reference_checkpoints
-from genenv.tasks.agent_groups import intended_calls
-from genenv.tasks.context import (
+from genenv.pipeline.adapter_lineage import committed_checkpoints, reference_checkpoints
+from genenv.pipeline.context import (
     GenerationRef,
     earlier_sampled_answers,
     heldout_seeds,
@@ -34,7 +33,8 @@ from genenv.tasks.context import (
     task_from_row,
     task_generation,
 )
-from genenv.tasks.contract import StageOutput, generation_stage, tasks_written
+from genenv.pipeline.contract import StageOutput, generation_stage, tasks_written
+from genenv.tasks.agent_groups import intended_calls
 
 FAMILY_HINT_ROLLOUTS = 16
 """The agent's latest rollouts of a seed's family that make its difficulty hint (at least a quarter of them, or the

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from genenv.curriculum.pools import grow_pool
-from genenv.tasks.context import GenerationRef, pool_ids, task_generation
-from genenv.tasks.contract import StageOutput, generation_stage
+from genenv.pipeline.context import GenerationRef, pool_ids, task_generation
+from genenv.pipeline.contract import StageOutput, generation_stage
 
 
 def pools_grown(rewarded: StageOutput) -> StageOutput | None:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import polars as pl
 
-from genenv.tasks.adapter_lineage import reference_checkpoints
+from genenv.pipeline.adapter_lineage import reference_checkpoints
+from genenv.pipeline.context import GenerationRef, greedy_sampling, load_tasks
+from genenv.pipeline.contract import Adapters, StageOutput, generation_stage
 from genenv.tasks.answers import answer_tasks, record_turns, trajectory_rows
-from genenv.tasks.context import GenerationRef, greedy_sampling, load_tasks
-from genenv.tasks.contract import Adapters, StageOutput, generation_stage
 from genenv.warehouse.purposes import Purpose
 
 

@@ -13,8 +13,8 @@ from genenv.curriculum.batches import BatchOutcome, BatchScore, TaskOutcome, sco
 from genenv.curriculum.generator_rewards import CurriculumParams
 from genenv.domains.base import REPEAT
 from genenv.faults import crash_point
-from genenv.tasks.context import GenerationRef, task_from_row, task_generation
-from genenv.tasks.contract import StageOutput, generation_stage
+from genenv.pipeline.context import GenerationRef, task_from_row, task_generation
+from genenv.pipeline.contract import StageOutput, generation_stage
 from genenv.warehouse.purposes import Purpose
 
 

@@ -22,10 +22,8 @@ from genenv.curriculum.pools import (
     still_missing,
 )
 from genenv.domains.base import TaskInstance
-from genenv.tasks.adapter_lineage import committed_checkpoints, reference_checkpoints
-from genenv.tasks.agent_groups import call_target, groups_of
-from genenv.tasks.answers import ANSWER_SCHEMA, answer_tasks
-from genenv.tasks.context import (
+from genenv.pipeline.adapter_lineage import committed_checkpoints, reference_checkpoints
+from genenv.pipeline.context import (
     GenerationRef,
     agent_sampling,
     earlier_sampled_answers,
@@ -37,8 +35,10 @@ from genenv.tasks.context import (
     probe_set,
     subset,
 )
-from genenv.tasks.contract import Rollouts, StageOutput, generation_stage
-from genenv.tasks.staging import read_staged, staging_path, write_staged
+from genenv.pipeline.contract import Rollouts, StageOutput, generation_stage
+from genenv.pipeline.staging import read_staged, staging_path, write_staged
+from genenv.tasks.agent_groups import call_target, groups_of
+from genenv.tasks.answers import ANSWER_SCHEMA, answer_tasks
 from genenv.warehouse.purposes import Purpose
 
 SPREAD_GUESS = 0.5

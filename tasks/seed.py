@@ -15,8 +15,8 @@ from prefect.exceptions import MissingContextError
 from genenv.curriculum.pools import is_heldout
 from genenv.domains.base import Candidate, Domain, ValidationContext
 from genenv.domains.decontamination import domain_index
-from genenv.tasks.context import GenerationRef
-from genenv.tasks.contract import StageOutput, generation_stage, tasks_written
+from genenv.pipeline.context import GenerationRef
+from genenv.pipeline.contract import StageOutput, generation_stage, tasks_written
 
 
 def _logger() -> logging.Logger | logging.LoggerAdapter:

@@ -20,9 +20,9 @@ from genenv.curriculum.batches import simulator_advantages
 from genenv.curriculum.pools import draw, generation_rng, update_seed, whole_groups
 from genenv.models.grpo import GroupSample, grpo_update
 from genenv.models.rwr import encode_example, weighted_sft
+from genenv.pipeline.context import GenerationRef, load_tasks, progress_bar, simulator_sampling
+from genenv.pipeline.training_log import training_rows
 from genenv.runtime.interface import Trainee
-from genenv.tasks.context import GenerationRef, load_tasks, progress_bar, simulator_sampling
-from genenv.tasks.training_log import training_rows
 
 
 def train_simulator(ref: GenerationRef, policy: Trainee) -> list[dict]:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import polars as pl
 
+from genenv.pipeline.contract import Rollouts, StageOutput, generation_stage
+from genenv.pipeline.staging import read_staged
 from genenv.tasks.answers import record_turns, trajectory_rows
-from genenv.tasks.contract import Rollouts, StageOutput, generation_stage
-from genenv.tasks.staging import read_staged
 from genenv.warehouse.purposes import Purpose
 
 

@@ -12,10 +12,10 @@ import random
 from genenv.curriculum.pools import draw, generation_rng
 from genenv.domains.base import AbstainingDomain, Domain, TaskInstance
 from genenv.models.rwr import encode_example, weighted_sft
-from genenv.tasks.adapter_lineage import own_adapters, own_checkpoints, save_policy
-from genenv.tasks.context import load_tasks, pool_ids, progress_bar
-from genenv.tasks.contract import Adapters, StageOutput, generation_stage
-from genenv.tasks.training_log import training_rows
+from genenv.pipeline.adapter_lineage import own_adapters, own_checkpoints, save_policy
+from genenv.pipeline.context import load_tasks, pool_ids, progress_bar
+from genenv.pipeline.contract import Adapters, StageOutput, generation_stage
+from genenv.pipeline.training_log import training_rows
 from genenv.warehouse.checkpoints import adapter_exists
 
 

@@ -42,7 +42,7 @@ _UNREACHABLE = re.compile(
 
 class StorageUnreachable(WarehouseError):
     """The endpoint did not answer (refused, timed out, dropped the connection): the stage retry policy
-    (tasks/options.is_transient) retries it, since the same call can succeed once the endpoint is back."""
+    (pipeline/options.is_transient) retries it, since the same call can succeed once the endpoint is back."""
 
     transient = True
 

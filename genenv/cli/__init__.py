@@ -7,8 +7,8 @@ import signal
 import sys
 import traceback
 
-from genenv.commands import COMMANDS
-from genenv.commands.stopping import Stopped
+from genenv.cli.commands import COMMANDS
+from genenv.cli.commands.stopping import Stopped
 from genenv.config import ConfigError
 from genenv.errors import RerunError
 
@@ -47,7 +47,3 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
         print("genenv: stopped", file=sys.stderr)
         return 130
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -6,10 +6,10 @@ import os
 import subprocess
 import sys
 
-from genenv.commands.environment import TEMPORARY_SERVER_STARTUP_SECONDS
+from genenv.cli.commands.environment import TEMPORARY_SERVER_STARTUP_SECONDS
 
 READ = (
-    "from genenv.commands.environment import prepare_environment; import sys; prepare_environment(sys.argv[1]); "
+    "from genenv.cli.commands.environment import prepare_environment; import sys; prepare_environment(sys.argv[1]); "
     "from prefect.settings import PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS as s; print(s.value())"
 )
 

@@ -124,7 +124,7 @@ def test_bare_package_names_are_not_importable_and_the_cli_works(installed: Path
         installed,
         tmp_path,
         "-c",
-        "from genenv.commands.stack import GPU_TEMPLATE; from genenv.domains.base import get_domain; "
+        "from genenv.cli.commands.stack import GPU_TEMPLATE; from genenv.domains.base import get_domain; "
         "import genenv.models.policy as p; "
         "print(GPU_TEMPLATE.is_file(), len(get_domain('tool_call').load_seeds()), p.__file__)",
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from genenv.commands.run_report import Generation, what_changed, write_report
+from genenv.cli.commands.run_report import Generation, what_changed, write_report
 
 DEMO = [  # a demo run's metrics: the warm start, then two generations
     Generation(0, {"heldout_success": 0.2188, "heldout_ci": [0.0938, 0.375], "heldout_n": 32, "d_train": 229}),

@@ -4,8 +4,8 @@ resumes it (no traceback), leaves no process behind, and the run resumes from it
 SIGTERM lands while the warm-start stage holds the main thread in one call that stop signals do not interrupt
 (`GENENV_STALL_AT`, genenv/faults.py: what a training step's backward pass does for a minute on a loaded CPU), for
 600 s: the process stops anyway, by its watchdog. SIGINT lands in the flow run's ordinary Python code, which unwinds.
-Each stop is bounded by STOP_SECONDS (genenv/commands/stopping.py), with 2 s of slack for a busy machine. The resumed
-run ends with the lines `make demo` ends with, the dynamics report's path last."""
+Each stop is bounded by STOP_SECONDS (genenv/cli/commands/stopping.py), with 2 s of slack for a busy machine. The
+resumed run ends with the lines `make demo` ends with, the dynamics report's path last."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ import psutil
 import pytest
 import yaml
 
-from genenv.commands.stopping import STOP_SECONDS
+from genenv.cli.commands.stopping import STOP_SECONDS
 from genenv.warehouse.store import Warehouse
 from tests.pipeline.conftest import small_config
 

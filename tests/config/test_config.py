@@ -227,13 +227,14 @@ def _checks_called(path: Path) -> set[str]:
 def test_entry_points_check_a_config_with_one_call_validate():
     """Every command and flow that checks a config calls `validate` alone (`genenv plan`, which plans a config to run
     elsewhere, checks its values alone); the config module opens no socket and reads no file system path."""
-    entry_points = [*sorted((REPO / "genenv" / "commands").glob("*.py")), *sorted((REPO / "flows").glob("*.py"))]
+    commands = REPO / "genenv" / "cli" / "commands"
+    entry_points = [*sorted(commands.glob("*.py")), *sorted((REPO / "flows").glob("*.py"))]
     calls = {path.relative_to(REPO).as_posix(): _checks_called(path) for path in entry_points}
     calls.pop("flows/validation.py")
     assert {path: checks for path, checks in calls.items() if checks - {"validate"}} == {
-        "genenv/commands/plan.py": {"check_values"}
+        "genenv/cli/commands/plan.py": {"check_values"}
     }
-    assert {"genenv/commands/evolve.py", "flows/evolve.py", "flows/rerun.py", "flows/evaluate.py"} <= {
+    assert {"genenv/cli/commands/evolve.py", "flows/evolve.py", "flows/rerun.py", "flows/evaluate.py"} <= {
         path for path, checks in calls.items() if checks == {"validate"}
     }
     imported = {

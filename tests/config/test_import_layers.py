@@ -11,9 +11,10 @@ from genenv.config import RoleUpdate
 
 LAYERS = (
     ("cli", ("genenv.cli",)),
-    ("commands", ("genenv.commands",)),
+    ("commands", ("genenv.cli.commands",)),
     ("flows", ("genenv.flows",)),
     ("tasks (the stages)", ("genenv.tasks",)),
+    ("pipeline (what every stage stands on)", ("genenv.pipeline",)),
     ("runtime (where the models run: in-process, vLLM, Ray workers)", ("genenv.runtime",)),
     ("evaluation", ("genenv.evaluation",)),
     ("domains", ("genenv.domains",)),
@@ -22,6 +23,7 @@ LAYERS = (
         "config",
         (
             "genenv.config",
+            "genenv.parameters",
             "genenv.intervals",
             "genenv.registry",
             "genenv.errors",
@@ -82,12 +84,16 @@ def _imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
 
 
 def _layer(name: str) -> int:
-    for index, (_, prefixes) in enumerate(LAYERS):
-        if any(name == prefix or name.startswith(prefix + ".") for prefix in prefixes if prefix != "genenv"):
-            return index
-    if name == "genenv":
-        return len(LAYERS) - 1
-    raise AssertionError(f"{name} belongs to no layer: add it to LAYERS")
+    """The layer of the longest prefix that names `name` (genenv.cli.commands.sql is a command, not the CLI)."""
+    matches = [
+        (len(prefix), index)
+        for index, (_, prefixes) in enumerate(LAYERS)
+        for prefix in prefixes
+        if name == prefix or (prefix != "genenv" and name.startswith(prefix + "."))
+    ]
+    if not matches:
+        raise AssertionError(f"{name} belongs to no layer: add it to LAYERS")
+    return max(matches)[1]
 
 
 MODULES = _modules()
@@ -96,6 +102,7 @@ GRAPH = {name: _imports(name, path, MODULES) for name, path in MODULES.items()}
 
 def test_the_graph_covers_the_whole_package():
     assert {"genenv.cli", "genenv.config", "genenv.flows.generation", "genenv.tasks.rollout"} <= set(MODULES)
+    assert "genenv.pipeline.contract" in MODULES
     assert {"genenv.runtime.handle", "genenv.runtime.pool"} <= set(MODULES)
     assert "genenv.config" in GRAPH["genenv.runtime.handle"]  # imports are read
 
@@ -156,6 +163,18 @@ def test_no_stage_imports_another_stage():
     assert {"genenv.tasks.rollout", "genenv.tasks.finetune", "genenv.tasks.commit", "genenv.tasks.fork"} <= STAGES
     crossing = [f"{name} imports {target}" for name in sorted(STAGES) for target in sorted(GRAPH[name] & STAGES)]
     assert crossing == []
+
+
+SHARED_BY_STAGES = {"agent_groups", "answers", "simulator_update"}
+"""The modules of tasks/ that are not stages: what two stages share, or one stage's part (simulator_update)."""
+
+
+def test_tasks_holds_the_stages_and_what_they_share_nothing_else():
+    """A newcomer who opens tasks/ sees the pipeline's steps; the machinery every stage stands on is pipeline/."""
+    others = {n.removeprefix("genenv.tasks.") for n in MODULES if n.startswith("genenv.tasks.")} - {
+        s.removeprefix("genenv.tasks.") for s in STAGES
+    }
+    assert others == SHARED_BY_STAGES
 
 
 ROLE_UPDATE_FIELDS = {f"{role}_{name}" for role in ("agent", "simulator") for name in RoleUpdate.__dataclass_fields__}

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from genenv.config import ConfigError, GenEnvConfig
-from genenv.tasks.run_records import register_run
+from genenv.pipeline.run_records import register_run
 from genenv.tasks.start_run import start_run
 from genenv.warehouse.store import Warehouse
 

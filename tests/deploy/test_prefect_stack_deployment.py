@@ -34,8 +34,8 @@ from prefect.exceptions import PrefectHTTPStatusError
 from prefect.settings import PREFECT_API_URL, temporary_settings
 from prefect.states import Cancelling, Scheduled
 
-from genenv.tasks.artifacts import artifact_key
-from genenv.tasks.options import GPU_TAG
+from genenv.pipeline.artifacts import artifact_key
+from genenv.pipeline.options import GPU_TAG
 from genenv.warehouse.query import query
 from genenv.warehouse.schemas import GENERATION_TABLES
 from genenv.warehouse.store import Warehouse

@@ -12,9 +12,9 @@ import pytest
 import yaml
 from prefect.states import Failed
 
-from genenv.commands.stack import CPU_POOL, GPU_POOL, GPU_TEMPLATE
-from genenv.tasks.artifacts import artifact_key, bar, loss_curves, loss_svg, p_hat_histogram, sparkline
-from genenv.tasks.options import is_transient, retry_on_transient_io
+from genenv.cli.commands.stack import CPU_POOL, GPU_POOL, GPU_TEMPLATE
+from genenv.pipeline.artifacts import artifact_key, bar, loss_curves, loss_svg, p_hat_histogram, sparkline
+from genenv.pipeline.options import is_transient, retry_on_transient_io
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOYMENTS = yaml.safe_load((REPO / "prefect.yaml").read_text())["deployments"]

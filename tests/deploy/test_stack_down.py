@@ -15,7 +15,7 @@ from prefect.client.orchestration import get_client
 from prefect.settings import PREFECT_API_URL, temporary_settings
 from prefect.states import Running
 
-from genenv.commands.environment import prepare_environment
+from genenv.cli.commands.environment import prepare_environment
 from genenv.config import ConfigError, GenEnvConfig
 from genenv.flows.validation import validate
 from tests.support.workers import ONE_RAY

@@ -11,9 +11,9 @@ import pytest
 from genenv.benchmark_data import bfcl_dir
 from genenv.config import load_config
 from genenv.evaluation.benchmark_registry import get_benchmark, present_benchmarks
+from genenv.pipeline.context import GenerationRef
+from genenv.pipeline.run_records import register_run
 from genenv.runtime.handle import ModelRuntime
-from genenv.tasks.context import GenerationRef
-from genenv.tasks.run_records import register_run
 from genenv.tasks.seed import seed_pool
 from genenv.warehouse.store import Warehouse
 

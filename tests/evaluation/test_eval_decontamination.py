@@ -12,8 +12,8 @@ from genenv.config import GenEnvConfig
 from genenv.domains.base import TaskInstance, ValidationContext
 from genenv.domains.decontamination import BenchmarkIndex
 from genenv.domains.tool_call import ToolCallDomain
+from genenv.pipeline.context import GenerationRef
 from genenv.runtime.handle import ModelRuntime
-from genenv.tasks.context import GenerationRef
 from genenv.tasks.seed import seed_pool
 from genenv.warehouse.schemas import now
 from genenv.warehouse.store import Warehouse

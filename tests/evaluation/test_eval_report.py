@@ -22,7 +22,7 @@ from genenv.evaluation.report import (
     shown,
     shown_path,
 )
-from genenv.tasks.run_records import register_run
+from genenv.pipeline.run_records import register_run
 from genenv.warehouse.query import query
 from genenv.warehouse.schemas import now, polars_schema
 from genenv.warehouse.store import Warehouse

@@ -9,7 +9,7 @@ from genenv.config import ConfigError, GenEnvConfig
 from genenv.flows.validation import validate
 from genenv.models.memory_plan import PlanSettings
 from genenv.models.precision import native_bfloat16, resolve_precision
-from genenv.tasks.run_records import stored_config
+from genenv.pipeline.run_records import stored_config
 from genenv.tasks.start_run import start_run
 from genenv.warehouse.store import Warehouse
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from genenv.domains.base import get_domain
+from genenv.pipeline.context import GenerationRef, load_tasks
 from genenv.runtime.handle import ModelRuntime
-from genenv.tasks.context import GenerationRef, load_tasks
 from genenv.warehouse.store import Warehouse
 from tests.pipeline.conftest import small_config
 

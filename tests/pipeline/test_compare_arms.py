@@ -27,7 +27,7 @@ from genenv.evaluation.benchmark_registry import select_items
 from genenv.evaluation.bfcl import Bfcl
 from genenv.evaluation.report import Pair
 from genenv.flows.compare import comparison_pairs, models_to_score
-from genenv.tasks.run_records import register_run
+from genenv.pipeline.run_records import register_run
 from genenv.warehouse.checkpoints import checkpoint_uri, publish_adapter
 from genenv.warehouse.schemas import GENERATION_TABLES
 from genenv.warehouse.store import Warehouse

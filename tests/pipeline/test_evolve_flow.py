@@ -11,10 +11,10 @@ import pytest
 from genenv.curriculum.batches import simulator_advantages
 from genenv.curriculum.pools import GROUP_KINDS, abstentions_for_share
 from genenv.domains.base import REPEAT
+from genenv.pipeline.context import GenerationRef
+from genenv.pipeline.staging import read_staged, staging_path
 from genenv.runtime.handle import ModelRuntime
 from genenv.tasks.commit import summary_line
-from genenv.tasks.context import GenerationRef
-from genenv.tasks.staging import read_staged, staging_path
 from genenv.warehouse.query import query
 from genenv.warehouse.schemas import GENERATION_TABLES
 

@@ -8,13 +8,13 @@ import pytest
 
 from genenv.config import GenEnvConfig
 from genenv.domains.base import REPEAT, Candidate, ValidationContext, get_domain
+from genenv.pipeline.adapter_lineage import reference_checkpoints
+from genenv.pipeline.context import GenerationRef, earlier_sampled_answers, load_tasks
+from genenv.pipeline.run_records import register_run
 from genenv.runtime.handle import ModelRuntime
-from genenv.tasks.adapter_lineage import reference_checkpoints
 from genenv.tasks.answers import judge
-from genenv.tasks.context import GenerationRef, earlier_sampled_answers, load_tasks
 from genenv.tasks.generate import family_success_rates, recent_success_rate, repeat_of_this_generation
 from genenv.tasks.rewards import shared_verdicts
-from genenv.tasks.run_records import register_run
 from genenv.tasks.seed import seed_pool
 from genenv.warehouse.store import Warehouse
 
@@ -245,10 +245,10 @@ def test_the_agents_batch_follows_the_simulator_unless_fixed():
 def test_verify_stores_the_verdict_each_answer_was_judged_with_as_it_was_made(tmp_path):
     """R_agent is computed once, where the answer is made (dynamic sampling reads it there): verify stores the staged
     verdict and does not judge again, so the two can never disagree; rollouts staged without verdicts are redone."""
+    from genenv.pipeline.contract import Rollouts, StageOutput
+    from genenv.pipeline.staging import write_staged
     from genenv.tasks.answers import ANSWER_SCHEMA
-    from genenv.tasks.contract import Rollouts, StageOutput
     from genenv.tasks.rollout import rollouts_staged
-    from genenv.tasks.staging import write_staged
     from genenv.tasks.verify import verify
 
     ref = _run(tmp_path, domain="arithmetic")
@@ -298,7 +298,7 @@ def test_the_commit_reads_the_batch_finetune_recorded_and_refuses_a_generation_w
     }
     record_batch(ref, AgentBatch(drawn, ["a"], 7))
     assert recorded_batch(ref) == AgentBatch(drawn, ["a"], 7)
-    from genenv.tasks.staging import read_staged, staging_path
+    from genenv.pipeline.staging import read_staged, staging_path
 
     why = dict(read_staged(staging_path(ref, "agent-groups")).select("task_id", "why_not").iter_rows())
     assert why == {"a": None, "b": "equal rewards", "c": "beyond the batch"}
@@ -410,7 +410,7 @@ def test_the_edge_seed_draw_weighs_a_quarter_the_seeds_the_agent_has_outgrown(tm
     """simulator_seed_draw=edge: the seeds of a family the agent solved every time are drawn about a quarter as often
     as under the uniform draw; a seed of that family that the agent failed when last seen is judged by its own
     success."""
-    from genenv.tasks.context import pool_ids, subset
+    from genenv.pipeline.context import pool_ids, subset
     from genenv.tasks.generate import draw_seeds, seed_success
 
     ref = _run(tmp_path, seeds_per_generation=12, simulator_seed_draw=seed_draw)

@@ -33,11 +33,11 @@ from genenv.models.policy import ROLES, LoraSettings, PolicyPair
 from genenv.models.rwr import weighted_sft
 from genenv.models.sampling import SamplingSettings
 from genenv.models.transformers_backend import TransformersBackend, row_generators
+from genenv.pipeline.options import is_transient
 from genenv.runtime.checkpoints import NO_CHECKPOINTS
 from genenv.runtime.failures import WorkerFailed, WorkerLost
 from genenv.runtime.handle import ModelRuntime
 from genenv.runtime.pool import check_room, shard_bounds
-from genenv.tasks.options import is_transient
 from genenv.warehouse.checkpoints import publish_adapter
 from genenv.warehouse.schemas import GENERATION_TABLES
 from genenv.warehouse.store import Warehouse

@@ -8,10 +8,10 @@ from typing import get_type_hints
 import pytest
 
 from genenv.config import GenEnvConfig
+from genenv.pipeline.context import Declared, GenerationRef, UndeclaredTable
+from genenv.pipeline.contract import Adapters, Rollouts, StageOutput, generation_stage
 from genenv.runtime.checkpoints import NO_CHECKPOINTS
 from genenv.runtime.handle import ModelRuntime, model_runtime
-from genenv.tasks.context import Declared, GenerationRef, UndeclaredTable
-from genenv.tasks.contract import Adapters, Rollouts, StageOutput, generation_stage
 from genenv.tasks.finetune import finetune
 from genenv.tasks.generate import generate
 from genenv.tasks.grow_pools import grow_pools
@@ -129,7 +129,7 @@ def test_the_real_stages_declare_what_they_read_and_write() -> None:
 
 
 def test_a_handed_on_reference_shares_the_config_read_once_and_stays_frozen(tmp_path) -> None:
-    from genenv.tasks.run_records import register_run
+    from genenv.pipeline.run_records import register_run
 
     config = GenEnvConfig(data_dir=str(tmp_path))
     register_run(Warehouse(config.resolved_warehouse_uri), config, "run")
@@ -192,7 +192,7 @@ def test_a_stage_progress_card_is_removed_when_its_work_ends(prefect_server) -> 
     from prefect import flow, get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterType
 
-    from genenv.tasks.context import progress_bar
+    from genenv.pipeline.context import progress_bar
 
     def progress_cards() -> int:
         with get_client(sync_client=True) as client:

@@ -10,9 +10,9 @@ import polars as pl
 import pytest
 
 from genenv.domains.base import get_domain
+from genenv.pipeline.context import GenerationRef, load_tasks
 from genenv.runtime.handle import ModelRuntime
 from genenv.tasks.commit import summary_line
-from genenv.tasks.context import GenerationRef, load_tasks
 from genenv.warehouse.query import query
 from genenv.warehouse.store import Warehouse
 from tests.pipeline.conftest import small_config

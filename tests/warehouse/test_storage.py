@@ -9,9 +9,9 @@ import polars as pl
 import pytest
 
 from genenv.cli import main
+from genenv.pipeline.context import GenerationRef
+from genenv.pipeline.staging import read_staged, staging_path, write_staged
 from genenv.runtime.handle import ModelRuntime
-from genenv.tasks.context import GenerationRef
-from genenv.tasks.staging import read_staged, staging_path, write_staged
 from genenv.warehouse.checkpoints import adapter_exists, checkpoint_uri, fetch_adapter, publish_adapter
 from genenv.warehouse.query import query
 from genenv.warehouse.schemas import TABLES

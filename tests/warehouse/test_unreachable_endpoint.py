@@ -17,8 +17,8 @@ from botocore.exceptions import EndpointConnectionError
 from prefect import flow
 
 from genenv.infra import seaweedfs
-from genenv.tasks import options
-from genenv.tasks.options import is_transient, stage
+from genenv.pipeline import options
+from genenv.pipeline.options import is_transient, stage
 from genenv.warehouse import store
 from genenv.warehouse.storage import StorageUnreachable, translated
 from genenv.warehouse.store import Warehouse, WarehouseError

@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
 
         sharing = [replace(plan, config=for_this_machine(plan.config)) for plan in plans if plan.role != BASE]
         check_shared_run(Warehouse(plans[0].config.resolved_warehouse_uri), args.from_run, sharing)
-    from genenv.commands.environment import prepare_command
+    from genenv.cli.commands.environment import prepare_command
 
     validate_plans(plans)  # last of the checks: it makes the data folder, as the run would
     prepare_command(plans[0].config.data_dir, args.debug)

@@ -32,7 +32,7 @@ def prepare_environment(data_dir: str) -> None:
 
 def running_stack_api(data: Path) -> str | None:
     """The API of the stack server started on this data folder, when it is alive and answers."""
-    from genenv.commands.stack import Stack, healthy
+    from genenv.cli.commands.stack import Stack, healthy
 
     stack = Stack(str(data))
     port = stack.port

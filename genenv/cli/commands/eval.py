@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
         check_item_sizes(names, args.data, items)
     except (ValueError, FileNotFoundError) as exc:
         raise ConfigError(f"--items: {exc}") from None
-    from genenv.commands.environment import prepare_command
+    from genenv.cli.commands.environment import prepare_command
 
     prepare_command(args.cache_dir, args.debug)
     from genenv.flows.evaluate import evaluate

@@ -6,9 +6,9 @@ import argparse
 import shlex
 from pathlib import Path
 
-from genenv.commands.environment import invoked_as, prepare_command
-from genenv.commands.run_report import committed_generations, what_changed, write_report
-from genenv.commands.stopping import stop_on_signals
+from genenv.cli.commands.environment import invoked_as, prepare_command
+from genenv.cli.commands.run_report import committed_generations, what_changed, write_report
+from genenv.cli.commands.stopping import stop_on_signals
 from genenv.config import load_config, parse_overrides
 from genenv.flows.validation import validate
 
@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
     prepare_command(config.data_dir, args.debug)
     from genenv.flows.evolve import evolve
     from genenv.models.loading import check_base_model, prefetch_base_model
-    from genenv.tasks.run_records import new_run_id
+    from genenv.pipeline.run_records import new_run_id
 
     run_id = args.run_id or new_run_id(config.run_name)
     named = evolve.with_options(flow_run_name=run_id)  # the flow run is the genenv run, from its first log line

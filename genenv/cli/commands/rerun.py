@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from genenv.commands.sql import DEFAULT_WAREHOUSE
+from genenv.cli.commands.sql import DEFAULT_WAREHOUSE
 from genenv.config import parse_overrides
 
 
@@ -26,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
     from genenv.flows.validation import validate
 
     config = validate(plan_fork(Warehouse(args.warehouse), args.run, args.generation, overrides))
-    from genenv.commands.environment import invoked_as, prepare_command
+    from genenv.cli.commands.environment import invoked_as, prepare_command
 
     prepare_command(config.data_dir, args.debug)
     from genenv.flows.rerun import rerun_generation

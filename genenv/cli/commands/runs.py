@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from genenv.commands.sql import DEFAULT_WAREHOUSE
+from genenv.cli.commands.sql import DEFAULT_WAREHOUSE
 
 HEADLINE = ("valid_rate", "mean_p_hat", "band_share", "fresh_success", "heldout_success", "agent_loss")
 

@@ -165,7 +165,7 @@ def configure(api_url: str, gpu_slots: int) -> None:
     from prefect.settings import PREFECT_API_URL, temporary_settings
     from prefect.workers.process import ProcessWorker
 
-    from genenv.tasks.options import GPU_TAG
+    from genenv.pipeline.options import GPU_TAG
 
     pools = {
         CPU_POOL: ProcessWorker.get_default_base_job_template(),
