@@ -179,13 +179,14 @@ class PolicyPair:
 
     @contextmanager
     def training(
-        self, role: str, lr: float, persist: bool = True
+        self, role: str, lr: float, persist: bool = True, keep: bool | None = None
     ) -> Iterator[tuple[torch.optim.Optimizer, list[torch.nn.Parameter]]]:
         """Train mode with only `role`'s adapter trainable and an AdamW over it; the mode is restored after.
 
         persist=True resumes the role's AdamW state (at learning rate `lr`) and keeps it after the block, so
         a few steps per generation are steps of one Adam run, not sign-like first steps of fresh optimizers.
-        persist=False (warm start) uses a fresh AdamW and drops any kept state.
+        persist=False uses a fresh AdamW and drops any kept state. `keep` (default: `persist`) says whether the state
+        is kept after the block: the warm start's last epoch resumes its earlier epochs' state and keeps none.
         The C heap's free pages go back to the system after the block: a training step frees about a GB of
         activations that glibc would otherwise keep, on top of the next stage's own.
         """
@@ -203,7 +204,7 @@ class PolicyPair:
             _checkpoint_activations(self.model, True)
         try:
             yield optimizer, params
-            if persist:
+            if persist if keep is None else keep:
                 self.optimizer_states[role] = optimizer.state_dict()
         finally:
             optimizer.zero_grad(set_to_none=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -49,8 +50,13 @@ def weighted_sft(
     max_grad_norm: float = 1.0,
     persist: bool = True,
     progress: Callable[[int], None] | None = None,
+    first_epoch: int = 0,
+    keep_optimizer: bool | None = None,
 ) -> list[dict]:
-    """One optimizer step per batch; `progress(n)` gets each batch's row count.
+    """One optimizer step per batch; `progress(n)` gets each batch's row count. `first_epoch`: the epochs before it
+    ran in earlier calls (the warm start trains an epoch a call, tasks/warm_start.py): their shuffles are drawn and
+    skipped and the steps numbered on from theirs, so with the AdamW state carried (`persist`), the calls train what
+    one call would. `keep_optimizer` as `keep` in `PolicyPair.training`.
 
     Loss = sum_i w_i NLL_i / sum_i w_i + kl_coef * token-mean KL(pi_role || pi_ref) over target tokens, where
     NLL_i is example i's mean target-token NLL, pi_ref is `policy.reference(role)` and the KL is exact over
@@ -64,14 +70,19 @@ def weighted_sft(
         return []
     rng = random.Random(seed)
     records: list[dict] = []
-    with policy.training(role, lr, persist) as (optimizer, params), torch.random.fork_rng(devices=[]):
+    steps_before = first_epoch * math.ceil(len(kept) / batch_size)
+    training = policy.training(role, lr, persist, keep_optimizer)
+    with training as (optimizer, params), torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        for _ in range(epochs):
+        for epoch in range(first_epoch + epochs):
             order = list(kept)
             rng.shuffle(order)
+            if epoch < first_epoch:
+                continue
             for start in range(0, len(order), batch_size):
                 batch = order[start : start + batch_size]
-                records.append(_step(policy, role, optimizer, params, batch, kl_coef, max_grad_norm, len(records)))
+                step = steps_before + len(records)
+                records.append(_step(policy, role, optimizer, params, batch, kl_coef, max_grad_norm, step))
                 if progress is not None:
                     progress(len(batch))
     return records

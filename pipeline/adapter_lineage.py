@@ -44,7 +44,11 @@ def own_adapters(ref: GenerationRef, counts: dict | None = None) -> Adapters:
 
 def save_policy(ref: GenerationRef, policy: Trainee) -> Checkpoints:
     """Save both adapters locally, then publish them to the warehouse root (a folder or S3)."""
-    checkpoints = own_checkpoints(ref)
+    return publish_policy(ref, policy, own_checkpoints(ref))
+
+
+def publish_policy(ref: GenerationRef, policy: Trainee, checkpoints: tuple[str, str]) -> Checkpoints:
+    """Save both adapters (each with its optimizer state, if it keeps one) and publish them at `checkpoints`."""
     scratch = Path(ref.config.data_dir).resolve() / "cache"
     scratch.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=scratch) as staging:

@@ -156,3 +156,22 @@ def test_checkpointed_activations_train_exactly_the_same(tiny_model_dir: Path, p
     assert all(a.equal(b) for a, b in zip(*weights, strict=True))
     assert recompute.count(True) == 2 * len(records[1]), "the layer ran again in each step's backward pass"
     assert layers and not any(m.gradient_checkpointing for m in layers), "off again after training"
+
+
+def test_epochs_run_one_call_each_train_what_one_call_does(tiny_model_dir: Path, snapshot, unchanged) -> None:
+    """The warm start trains an epoch a call (so a stopped one resumes, tasks/warm_start.py): with the AdamW state
+    carried and the earlier epochs' shuffles skipped, three calls step through the same batches with the same
+    optimizer as one call of three epochs, and the last keeps no AdamW state, as the one call did not."""
+    whole, split = (PolicyPair.load(tiny_model_dir, LoraSettings()) for _ in range(2))
+    rows = examples(whole) * 3
+    settings = {"lr": 1e-2, "kl_coef": 0.0, "batch_size": 4, "seed": 5}
+    once = weighted_sft(whole, "agent", rows, epochs=3, persist=False, **settings)
+    by_epoch = []
+    for epoch in range(3):
+        by_epoch += weighted_sft(split, "agent", rows, first_epoch=epoch, keep_optimizer=epoch < 2, **settings)
+    assert unchanged(snapshot(split, "agent"), snapshot(whole, "agent"))
+    strip = ("seconds",)
+    assert [{k: v for k, v in r.items() if k not in strip} for r in by_epoch] == [
+        {k: v for k, v in r.items() if k not in strip} for r in once
+    ]
+    assert "agent" not in split.optimizer_states and "agent" not in whole.optimizer_states
