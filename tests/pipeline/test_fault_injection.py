@@ -23,6 +23,7 @@ pytestmark = pytest.mark.slow
 # writes nothing (flows/generation.py calls them in a row), so a kill there leaves what a kill at the end leaves.
 CRASH_POINTS = [
     "g0:end:seed-pool",
+    "g0:warm-start:epoch",
     "g0:end:warm-start",
     "g0:end:evaluate-heldout",
     "g1:before:generate",
