@@ -12,8 +12,11 @@ import pytest
 # make every parallel region wait for a thread whose core the other worker holds (docs/performance.md, contention).
 # A count set here also keeps the product's thread governor (models/cpu/threads.py) out of every test but its own:
 # a test's numbers never depend on what else the machine was doing.
-if "OMP_NUM_THREADS" not in os.environ:
-    share = max(1, (os.cpu_count() or 1) // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+# A worker sets its share whatever it inherited: the controlling process (no worker count) sets the whole machine's,
+# and its workers start with that in their environment.
+WORKERS = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+if WORKERS or "OMP_NUM_THREADS" not in os.environ:
+    share = max(1, (os.cpu_count() or 1) // int(WORKERS or "1"))
     os.environ["OMP_NUM_THREADS"] = str(share)
     import torch
 

@@ -79,3 +79,11 @@ def test_every_forward_pass_asks_the_governor_unless_the_user_fixed_the_count(
     hooks = list(governed.model.get_input_embeddings()._forward_pre_hooks.values())
     assert hooks == [threads.process_governor()]
     assert fit_threads_to_machine(governed.model.get_input_embeddings()) is threads.process_governor()  # one a process
+
+
+def test_each_test_worker_computes_on_its_share_of_the_cores() -> None:
+    """tests/conftest.py: two workers that each spun as many threads as the machine has cores made the suite 1.6x
+    slower and its deploy tests miss their deadlines (each worker had inherited the controlling process's count)."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    share = max(1, (os.cpu_count() or 1) // workers)
+    assert os.environ["OMP_NUM_THREADS"] == str(share) and torch.get_num_threads() == share
