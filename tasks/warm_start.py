@@ -21,10 +21,11 @@ from genenv.pipeline.context import GenerationRef, load_tasks, pool_ids, progres
 from genenv.pipeline.contract import Adapters, StageOutput, generation_stage
 from genenv.pipeline.staging import read_staged_bytes, remove_staged, staging_path, write_staged_bytes
 from genenv.pipeline.training_log import training_rows
+from genenv.runtime.checkpoints import NO_CHECKPOINTS, Checkpoints
 from genenv.runtime.interface import Trainee
 from genenv.warehouse.checkpoints import adapter_exists
 
-EPOCHS = "warm_start"
+STAGED_EPOCHS = "warm_start"
 """The staged folder of the warm start's finished epochs (pipeline/staging.py), removed once the stage is done."""
 
 
@@ -40,7 +41,8 @@ def warm_started(seeds: StageOutput) -> Adapters | None:
 def warm_start(seeds: StageOutput) -> Adapters:
     ref = seeds.ref
     config, warehouse, domain = ref.config, ref.warehouse, ref.domain
-    policy = ref.runtime.training(config, (None, None))
+    staged = {role: staged_epochs(ref, role) for role in ROLES}
+    policy = ref.runtime.training(config, resumed_checkpoints(ref, staged))
     if not config.warm_start:
         save_policy(ref, policy)
         return own_adapters(ref, {"agent_rows": 0, "simulator_rows": 0})
@@ -61,32 +63,46 @@ def warm_start(seeds: StageOutput) -> Adapters:
         for seed_task, sibling, success in sibling_pairs(domain, seed_tasks, chosen, rng, config.alpha, config.k_min)
     ]
     rows = []
-    for role, examples in (("agent", agent_examples), ("simulator", simulator_examples)):
-        policy, records = fit_by_epoch(ref, policy, role, examples)
+    for role, examples in zip(ROLES, (agent_examples, simulator_examples), strict=True):
+        records = fit_by_epoch(ref, policy, role, examples, *staged[role])
         rows += training_rows(ref, role, "warm_start", records, config.warm_start_lr)
     save_policy(ref, policy)
     warehouse.append("training", rows)
-    remove_staged(ref, EPOCHS)
+    remove_staged(ref, STAGED_EPOCHS)
     return own_adapters(ref, {"agent_rows": len(agent_examples), "simulator_rows": len(simulator_examples)})
 
 
-def fit_by_epoch(ref: GenerationRef, policy: Trainee, role: str, examples: list) -> tuple[Trainee, list[dict]]:
-    """`role`'s warm start, an epoch a call, each epoch's adapters, AdamW state and step records staged after it: a
-    stopped run resumes after the last staged epoch (an epoch of laptop.yaml's agent took 38 minutes on a CPU without
-    bfloat16) and ends where an uninterrupted one does. No AdamW state outlives the last epoch, so generation 1
-    starts a fresh one, as it always has."""
-    config, epochs = ref.config, ref.config.warm_start_epochs
-    done, records = 0, []
-    for staged in range(epochs, 0, -1):
-        found = read_staged_bytes(ref, f"{EPOCHS}/{role}-{staged}.json")
+def staged_epochs(ref: GenerationRef, role: str) -> tuple[int, list[dict]]:
+    """How many of `role`'s warm-start epochs an earlier attempt finished, with their step records (0 and none)."""
+    for done in range(ref.config.warm_start_epochs, 0, -1):
+        found = read_staged_bytes(ref, f"{STAGED_EPOCHS}/{role}-{done}.json")
         if found is not None:
-            done, records = staged, json.loads(found)
-            policy = ref.runtime.training(config, _epoch_checkpoints(ref, role, staged))
-            break
+            return done, json.loads(found)
+    return 0, []
+
+
+def resumed_checkpoints(ref: GenerationRef, staged: dict[str, tuple[int, list[dict]]]) -> Checkpoints:
+    """The adapters the last staged epoch left (the roles train in turn, so the later role's, else the earlier's),
+    or fresh ones where no epoch was staged."""
+    for role in reversed(ROLES):
+        done = staged[role][0]
+        if done:
+            return _epoch_checkpoints(ref, role, done)
+    return NO_CHECKPOINTS
+
+
+def fit_by_epoch(
+    ref: GenerationRef, policy: Trainee, role: str, examples: list, done: int, records: list[dict]
+) -> list[dict]:
+    """`role`'s warm start from epoch `done` on, an epoch a call, each epoch's adapters, AdamW state and step records
+    staged after it: a stopped run resumes after the last staged epoch (an epoch of laptop.yaml's agent took 38
+    minutes on a CPU without bfloat16) and ends where an uninterrupted one does. No AdamW state outlives the last
+    epoch, so generation 1 starts a fresh one, as it always has."""
+    config, epochs = ref.config, ref.config.warm_start_epochs
     with progress_bar(f"g0 warm start {role}", epochs * len(examples)) as bar:
         bar.update(done * len(examples))
         for epoch in range(done, epochs):
-            records += ref.runtime.fit(
+            records = records + ref.runtime.fit(
                 policy,
                 weighted_sft,
                 role,
@@ -102,14 +118,14 @@ def fit_by_epoch(ref: GenerationRef, policy: Trainee, role: str, examples: list)
                 progress=bar.update,
             )
             publish_policy(ref, policy, _epoch_checkpoints(ref, role, epoch + 1))
-            write_staged_bytes(ref, f"{EPOCHS}/{role}-{epoch + 1}.json", json.dumps(records).encode())
+            write_staged_bytes(ref, f"{STAGED_EPOCHS}/{role}-{epoch + 1}.json", json.dumps(records).encode())
             crash_point("g0:warm-start:epoch")
-    return policy, records
+    return records
 
 
 def _epoch_checkpoints(ref: GenerationRef, role: str, epochs: int) -> tuple[str, str]:
     """Where both adapters are staged after `epochs` epochs of `role`'s warm start."""
-    agent, simulator = (staging_path(ref, f"{EPOCHS}/{role}-{epochs}/{adapter}", suffix="") for adapter in ROLES)
+    agent, simulator = (staging_path(ref, f"{STAGED_EPOCHS}/{role}-{epochs}/{adapter}", suffix="") for adapter in ROLES)
     return agent, simulator
 
 

@@ -71,16 +71,19 @@ def test_a_stopped_warm_start_resumes_after_its_last_finished_epoch(tmp_path, ti
     monkeypatch.setattr(stage, "crash_point", stop_every_second_epoch)
     stopped = _ref(tmp_path / "stopped", tiny_model_dir)
     seeds = seed_pool.fn(stopped)
-    attempts = []
+    attempts, models_moved = [], []
     for _ in range(4):  # each attempt as a new process makes it: its own models, nothing in memory
+        runtime = ModelRuntime()
         try:
-            stage.warm_start.fn(dataclasses.replace(seeds, ref=dataclasses.replace(seeds.ref, runtime=ModelRuntime())))
+            stage.warm_start.fn(dataclasses.replace(seeds, ref=dataclasses.replace(seeds.ref, runtime=runtime)))
             attempts.append("done")
         except Stopped:
             attempts.append(list(trained))
+        models_moved.append((runtime.current.slot.loads, runtime.current.slot.swaps))
     assert trained == [("agent", 0), ("agent", 1), ("agent", 2), ("simulator", 0), ("simulator", 1), ("simulator", 2)]
     # stopped after agent epoch 2, simulator epoch 1, the last epoch (before the adapters were saved); then done
     assert attempts == [trained[:2], trained[:4], trained, "done"]
+    assert models_moved == [(1, 0)] * 4  # each attempt loads the last staged adapters once, and swaps none in
 
     mine, theirs = _adapters(stopped), _adapters(whole)
     for role in ROLES:
@@ -89,6 +92,6 @@ def test_a_stopped_warm_start_resumes_after_its_last_finished_epoch(tmp_path, ti
             assert (mine[role][name] == weight).all(), f"{role} {name} differs from the uninterrupted warm start"
     rows = [ref.warehouse.read("training", run_id="r1", generation=0) for ref in (stopped, whole)]
     assert_same_run(*(comparable(frame, "r1") for frame in rows))
-    assert len(rows[0]) == 2 * 3 * 3  # 12 rows in batches of 4, three epochs, two roles
+    assert len(rows[0]) == 2 * 3 * 3  # three steps an epoch (12 agent rows, 11 simulator pairs, batches of 4), 3 epochs
     for ref in (stopped, whole):  # the staged epochs are gone once the stage is done
-        assert not Path(staging_path(ref, stage.EPOCHS, suffix="")).exists()
+        assert not Path(staging_path(ref, stage.STAGED_EPOCHS, suffix="")).exists()
