@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from genenv.models.cpu import threads
-from genenv.models.cpu.threads import Reading, ThreadGovernor, fit_threads_to_machine, next_threads, read_machine
+from genenv.models.cpu.threads import Reading, ThreadGovernor, next_threads, read_machine
 from genenv.models.policy import LoraSettings, PolicyPair
 
 PSI = pytest.mark.skipif(read_machine() is None, reason="the kernel reports no CPU pressure (/proc/pressure/cpu)")
@@ -76,9 +76,21 @@ def test_every_forward_pass_asks_the_governor_unless_the_user_fixed_the_count(
     assert not fixed.model.get_input_embeddings()._forward_pre_hooks
     monkeypatch.delenv("OMP_NUM_THREADS")
     governed = PolicyPair.load(tiny_model_dir, LoraSettings(r=2, alpha=4))
-    hooks = list(governed.model.get_input_embeddings()._forward_pre_hooks.values())
-    assert hooks == [threads.process_governor()]
-    assert fit_threads_to_machine(governed.model.get_input_embeddings()) is threads.process_governor()  # one a process
+    governor = threads.process_governor()  # one a process, whichever model it was fitted to first
+    assert list(governed.model.get_input_embeddings()._forward_pre_hooks.values()) == [governor]
+    before, count = governor.last, torch.get_num_threads()
+    governor.last = Reading(0.0, before.waited_us, before.idle_ticks)  # a window long past: the next pass reads
+    try:
+        with torch.no_grad():
+            governed.model(input_ids=torch.tensor([[1, 2, 3]]))
+        assert governor.last.at > before.at  # the forward pass asked, and the governor read the machine
+        governor.last = stale = Reading(0.0, before.waited_us, before.idle_ticks)
+        with torch.no_grad():
+            fixed.model(input_ids=torch.tensor([[1, 2, 3]]))
+        assert governor.last is stale  # the model loaded under OMP_NUM_THREADS never asks
+    finally:
+        governor.last = before
+        torch.set_num_threads(count)
 
 
 def test_each_test_worker_computes_on_its_share_of_the_cores() -> None:
