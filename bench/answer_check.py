@@ -21,7 +21,7 @@ drawn by `python bench/label_sample.py --warehouse data/l60/warehouse --run l60q
 written later from one of its wrong labels). Each run also prints the share
 of the shipped seeds and of a catalog draw (10 requests a function, seeded) that the check rejects: right answers by
 construction, so every rejection there is a false one.
-Usage: `python bench/answer_check.py [--sample FILE]`.
+Usage: `python bench/answer_check.py [--sample FILE ...]` (each sample in turn, then the false rejects once).
 """
 
 from __future__ import annotations
@@ -42,10 +42,18 @@ SAMPLE = Path(__file__).parent / "data" / "labelled_simulator_tasks.jsonl"
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sample", type=Path, default=SAMPLE, help="labelled tasks, one JSON object a line")
-    sample: Path = parser.parse_args().sample
+    parser.add_argument(
+        "--sample", type=Path, nargs="+", default=[SAMPLE], help="labelled tasks, one JSON object a line"
+    )
     domain = get_domain("tool_call")
-    rows = [json.loads(line) for line in sample.read_text(encoding="utf-8").splitlines()]
+    for sample in parser.parse_args().sample:
+        print(f"== {sample.name}")
+        checked(domain, [json.loads(line) for line in sample.read_text(encoding="utf-8").splitlines()])
+    false_rejects(domain)
+
+
+def checked(domain, rows: list[dict]) -> None:
+    """The sample's right share before and after the check, and each rejection's reason by its label."""
     kept, reasons = [], Counter()
     for i, row in enumerate(rows):
         task = TaskInstance(
@@ -69,7 +77,6 @@ def main() -> None:
     )
     for (reason, label), count in sorted(reasons.items()):
         print(f"  rejected {reason:<22} {label:<8} {count}")
-    false_rejects(domain)
 
 
 def false_rejects(domain) -> None:

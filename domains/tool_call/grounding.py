@@ -18,6 +18,10 @@ Reject reasons, in the order they are checked:
   names.py), unless it is the parameter's default;
 - enum_named_unused: an enum value the request names ("the ozone level") that an enum parameter of a called function
   offers, while no enum argument of the calls takes it (pollutant left at its default "pm2.5");
+- unit_named_unused: a unit of measure the request names ("How many inches is 25.5 grams in kilograms?") that no unit
+  argument of a call with unit parameters takes, though it is not among their values;
+- question_as_order: the request asks a question and a called function acts on something ("What's on the shopping
+  list for onions?" -> shopping_list.add_items; intent.py);
 - function_unrelated: the request is not the kind of request a called function serves, by a sentence encoder
   (relevance.py; only where the domain has one).
 """
@@ -30,6 +34,7 @@ from typing import Any
 
 from genenv.domains.tool_call import intent
 from genenv.domains.tool_call.calls import Call
+from genenv.domains.tool_call.catalog import LENGTH_UNITS, WEIGHT_UNITS
 from genenv.domains.tool_call.mentions import contains, dates, numbers, times, words
 from genenv.domains.tool_call.names import names_of
 from genenv.domains.tool_call.relevance import Relevance
@@ -45,6 +50,8 @@ REJECT_REASONS = (
     "function_mismatch",
     "enum_not_named",
     "enum_named_unused",
+    "unit_named_unused",
+    "question_as_order",
     "function_unrelated",
 )
 
@@ -58,6 +65,11 @@ UNIT_PARAMETERS = {
     **dict.fromkeys(("people", "persons"), "people"),
     **dict.fromkeys(("serving", "servings"), "servings"),
     **dict.fromkeys(("percent", "%"), "percent"),
+    **dict.fromkeys(("square", "sq"), "square"),
+    **dict.fromkeys(("mile", "miles", "mi"), "mile"),
+    **dict.fromkeys(("inch", "inches"), "inch"),
+    **dict.fromkeys(("foot", "feet", "ft"), "feet"),
+    **dict.fromkeys(("ounce", "ounces", "oz"), "ounce"),
     "ml": "ml",
     "km": "km",
     "seats": "seats",
@@ -121,6 +133,10 @@ def answer_error(
         return "enum_not_named"
     if enum_named_unused(calls, functions, stated):
         return "enum_named_unused"
+    if unit_named_unused(calls, functions, stated):
+        return "unit_named_unused"
+    if intent.question_as_order(calls, functions, request):
+        return "question_as_order"
     if relevance is not None and relevance.unrelated(calls, functions, request):
         return "function_unrelated"
     return None
@@ -175,6 +191,30 @@ def enum_named_unused(calls: list[Call], functions: list[dict[str, Any]], stated
     enums = [(call, name, spec) for call in calls for name, spec in parameters[call.name].items() if "enum" in spec]
     taken = {call.arguments.get(name, spec.get("default")) for call, name, spec in enums}
     return any(value not in taken and stated.names(value) for _, _, spec in enums for value in spec["enum"])
+
+
+UNITS = (*LENGTH_UNITS, *WEIGHT_UNITS, "celsius", "fahrenheit", "kelvin")
+"""Units of measure a request may name, as the catalog's unit parameters spell them."""
+
+
+def unit_named_unused(calls: list[Call], functions: list[dict[str, Any]], stated: Stated) -> bool:
+    """A call's function takes units (enum parameters named *_unit or *_scale), and the request names a unit of UNITS
+    that no unit argument of the calls takes: "inches" in a grams-to-kilograms conversion. Units named by a single
+    letter ("g", "m", "°C") are left out: "e.g." and "I'm" name them too."""
+    parameters = {f["name"]: f["parameters"]["properties"] for f in functions}
+    units = [
+        (call, name) for call in calls for name, spec in parameters[call.name].items()
+        if "enum" in spec and name.endswith(("_unit", "_scale"))
+    ]  # fmt: skip
+    if not units:
+        return False
+    taken = {str(call.arguments.get(name, parameters[call.name][name].get("default"))).lower() for call, name in units}
+    return any(unit not in taken and _names_unit(stated, unit) for unit in UNITS)
+
+
+def _names_unit(stated: Stated, unit: str) -> bool:
+    """The request names `unit` by a name of more than one letter."""
+    return any(sum(map(len, name)) > 1 and contains(stated.words, name) for name in map(words, names_of(unit)))
 
 
 def _same_number(value: Any, number: float) -> bool:

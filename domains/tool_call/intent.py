@@ -1,4 +1,5 @@
-"""Does the called function fit what the request asks for? Told cheaply by distinctive keywords.
+"""Does the called function fit what the request asks for? Told cheaply by distinctive keywords, and by whether the
+request asks a question where the called function acts (`question_as_order`).
 
 A function's keywords are the words of its name, its description, the names of its enum values ("miles", "ran")
 and the requests catalog.py samples for it (argument values left out). A word that speaks for more than
@@ -8,6 +9,7 @@ first KEY_LENGTH letters, so "recorded" meets "record".
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable
 from functools import cache
@@ -41,6 +43,47 @@ def mismatch(calls: list[Call], functions: list[dict[str, Any]], request: str) -
     called = {call.name for call in calls}
     others_fit = any(fit for name, fit in fits.items() if name not in called)
     return others_fit and (not called or not all(fits[name] for name in called))
+
+
+ACTION_VERBS = frozenset(
+    {"add", "book", "cancel", "create", "delete", "lock", "log", "order", "play", "put", "record", "remove", "reserve",
+     "schedule", "send", "set", "start", "turn"}
+)  # fmt: skip
+"""The first word of the description of a function that changes something ("Record a workout.", "Add items to the
+shopping list."); one that looks something up, converts or computes acts on nothing."""
+_SENTENCES = re.compile(r"[^.!?]+[.!?]*")
+_ASKS_AN_ACTION = re.compile(
+    r"^\s*(please|(can|could|may|shall) (i|we)|would it be|do you mind|how about|why not|why don'?t)\b"
+    r"|\b((can|could|would|will) you|please|i'?d like|i would like|i want|i need you)\b",
+    re.IGNORECASE,
+)
+"""A question that is a polite order ("Can you log my run?", "Could I get a ride to the airport?")."""
+_ASKS = re.compile(
+    r"^(what|what'?s|how|why|where|when|who|which|whose|is|are|am|was|were|do|does|did|has|have|should)\b",
+    re.IGNORECASE,
+)
+"""How a question that asks something begins; "Add onions to my shopping list?" is an order with a question mark."""
+
+
+def question_as_order(calls: list[Call], functions: list[dict[str, Any]], request: str) -> bool:
+    """The request ends with a question that asks for nothing to be done, and a called function acts: "What's 150
+    minutes of yoga doing?" answered by fitness.log_workout, "What's on the shopping list for onions?" by
+    shopping_list.add_items. A polite order ("Can you log my run?") asks for the action, and a question the calls
+    carry as a value ("... saying: Are you free on Saturday?") is the message, not the request."""
+    for value in (v for call in calls for v in call.arguments.values() if isinstance(v, str) and v.strip()):
+        request = request.replace(value, " ")
+    sentences = [s.strip() for s in _SENTENCES.findall(request) if s.strip()]
+    if not sentences or not (sentences[-1].endswith("?") and _ASKS.match(sentences[-1])):
+        return False
+    if any(_ASKS_AN_ACTION.search(s) for s in sentences):
+        return False
+    by_name = {f["name"]: f for f in functions}
+    return any(_acts(by_name[call.name]) for call in calls)
+
+
+def _acts(function: dict[str, Any]) -> bool:
+    first = function.get("description", "").split(maxsplit=1)
+    return bool(first) and first[0].lower() in ACTION_VERBS
 
 
 def said(request: str) -> set[str]:

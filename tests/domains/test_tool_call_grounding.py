@@ -101,6 +101,49 @@ def test_a_unit_or_an_enum_value_the_request_states_is_the_one_the_answer_takes(
     assert reason(question, answer) == expected
 
 
+@pytest.mark.parametrize(
+    ("question", "answer", "expected"),
+    [
+        (
+            "How many inches is 25.5 grams in kilograms?",
+            '[units.convert_weight(value=25.5, from_unit="g", to_unit="kg")]',
+            "unit_named_unused",
+        ),
+        ("How many kilograms is 25.5 grams?", '[units.convert_weight(value=25.5, from_unit="g", to_unit="kg")]', None),
+        ("I'm at 5 km, e.g. in miles?", '[units.convert_length(value=5, from_unit="km", to_unit="mi")]', None),
+        (
+            "Find a gas station in the 200 square metres.",
+            '[places.search_nearby(category="gas_station", radius_km=200)]',
+            "unit_mismatch",
+        ),
+        ("How many kilometers is 5 miles?", '[units.convert_length(value=5, from_unit="mi", to_unit="km")]', None),
+        (
+            "What's 150 minutes of yoga doing?",
+            '[fitness.log_workout(activity="yoga", minutes=150)]',
+            "question_as_order",
+        ),
+        ("What's on the shopping list for onions?", '[shopping_list.add_items(items=["onions"])]', "question_as_order"),
+        ("Can you log 150 minutes of yoga?", '[fitness.log_workout(activity="yoga", minutes=150)]', None),
+        ("Add onions to my shopping list?", '[shopping_list.add_items(items=["onions"])]', None),
+        (
+            "How many calories do 150 minutes of yoga burn at 70 kg?",
+            '[fitness.calories_burned(activity="yoga", minutes=150, weight_kg=70)]',
+            None,
+        ),
+        (
+            "Text Ana: are you coming tonight?",
+            '[chat.send_text(contact="Ana", message="are you coming tonight?")]',
+            None,
+        ),
+    ],
+)
+def test_a_unit_the_call_cannot_take_or_a_question_answered_by_an_action_is_rejected(question, answer, expected):
+    """From the wrong labels of the earlier samples (bench/data/labelled_*.jsonl): a third unit in a conversion, an
+    area as a radius, a question read as an order (logging a workout, adding to the list); right answers beside each,
+    among them a question the call carries as its message."""
+    assert reason(question, answer) == expected
+
+
 def test_each_wrong_value_has_its_reason() -> None:
     assert reason("Wake me up at 17:56", "[timer.start(minutes=17)]", ["timer.start"]) == "ungrounded_argument"
     assert reason("Wake me up at 17:56", '[alarm.set(time="17:50")]') == "ungrounded_argument"
