@@ -53,7 +53,8 @@ ACTION_VERBS = frozenset(
 shopping list."); one that looks something up, converts or computes acts on nothing."""
 _SENTENCES = re.compile(r"[^.!?]+[.!?]*")
 _ASKS_AN_ACTION = re.compile(
-    r"^\s*(please|(can|could|may|shall) (i|we)|would it be|do you mind|how about|why not|why don'?t)\b"
+    r"^\s*(please|(can|could|may|shall) (i|we)|(would|is) it (be )?possible|is there (any )?way|do you mind|how about"
+    r"|why not|why don'?t)\b"
     r"|\b((can|could|would|will) you|please|i'?d like|i would like|i want|i need you)\b",
     re.IGNORECASE,
 )
@@ -70,6 +71,7 @@ def question_as_order(calls: list[Call], functions: list[dict[str, Any]], reques
     minutes of yoga doing?" answered by fitness.log_workout, "What's on the shopping list for onions?" by
     shopping_list.add_items. A polite order ("Can you log my run?") asks for the action, and a question the calls
     carry as a value ("... saying: Are you free on Saturday?") is the message, not the request."""
+    request = request.replace("’", "'")
     for value in (v for call in calls for v in call.arguments.values() if isinstance(v, str) and v.strip()):
         request = request.replace(value, " ")
     sentences = [s.strip() for s in _SENTENCES.findall(request) if s.strip()]

@@ -125,6 +125,8 @@ def test_a_unit_or_an_enum_value_the_request_states_is_the_one_the_answer_takes(
         ("What's on the shopping list for onions?", '[shopping_list.add_items(items=["onions"])]', "question_as_order"),
         ("Can you log 150 minutes of yoga?", '[fitness.log_workout(activity="yoga", minutes=150)]', None),
         ("Add onions to my shopping list?", '[shopping_list.add_items(items=["onions"])]', None),
+        ("Is it possible to add onions to my list?", '[shopping_list.add_items(items=["onions"])]', None),
+        ("What’s on my shopping list for onions?", '[shopping_list.add_items(items=["onions"])]', "question_as_order"),
         (
             "How many calories do 150 minutes of yoga burn at 70 kg?",
             '[fitness.calories_burned(activity="yoga", minutes=150, weight_kg=70)]',
