@@ -221,6 +221,8 @@ def test_reject_vocabulary() -> None:
         "function_mismatch",
         "enum_not_named",
         "enum_named_unused",
+        "unit_named_unused",
+        "question_as_order",
         "function_unrelated",
     )
 
