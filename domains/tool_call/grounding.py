@@ -34,7 +34,7 @@ from typing import Any
 
 from genenv.domains.tool_call import intent
 from genenv.domains.tool_call.calls import Call
-from genenv.domains.tool_call.catalog import LENGTH_UNITS, WEIGHT_UNITS
+from genenv.domains.tool_call.catalog import CATALOG
 from genenv.domains.tool_call.mentions import contains, dates, numbers, times, words
 from genenv.domains.tool_call.names import names_of
 from genenv.domains.tool_call.relevance import Relevance
@@ -193,8 +193,21 @@ def enum_named_unused(calls: list[Call], functions: list[dict[str, Any]], stated
     return any(value not in taken and stated.names(value) for _, _, spec in enums for value in spec["enum"])
 
 
-UNITS = (*LENGTH_UNITS, *WEIGHT_UNITS, "celsius", "fahrenheit", "kelvin")
-"""Units of measure a request may name, as the catalog's unit parameters spell them."""
+def _takes_units(parameter: str, spec: dict[str, Any]) -> bool:
+    return "enum" in spec and parameter.endswith(("_unit", "_scale"))
+
+
+UNITS = tuple(
+    dict.fromkeys(
+        str(value).lower()
+        for entry in CATALOG.values()
+        for parameter, spec in entry.schema["parameters"]["properties"].items()
+        if _takes_units(parameter, spec)
+        for value in spec["enum"]
+    )
+)
+"""Units of measure a request may name: the values of every unit parameter of the catalog (lengths, weights,
+temperature scales)."""
 
 
 def unit_named_unused(calls: list[Call], functions: list[dict[str, Any]], stated: Stated) -> bool:
@@ -202,10 +215,7 @@ def unit_named_unused(calls: list[Call], functions: list[dict[str, Any]], stated
     that no unit argument of the calls takes: "inches" in a grams-to-kilograms conversion. Units named by a single
     letter ("g", "m", "°C") are left out: "e.g." and "I'm" name them too."""
     parameters = {f["name"]: f["parameters"]["properties"] for f in functions}
-    units = [
-        (call, name) for call in calls for name, spec in parameters[call.name].items()
-        if "enum" in spec and name.endswith(("_unit", "_scale"))
-    ]  # fmt: skip
+    units = [(call, name) for call in calls for name, spec in parameters[call.name].items() if _takes_units(name, spec)]
     if not units:
         return False
     taken = {str(call.arguments.get(name, parameters[call.name][name].get("default"))).lower() for call, name in units}
