@@ -51,16 +51,17 @@ ACTION_VERBS = frozenset(
 )  # fmt: skip
 """The first word of the description of a function that changes something ("Record a workout.", "Add items to the
 shopping list."); one that looks something up, converts or computes acts on nothing."""
-_SENTENCES = re.compile(r"[^.!?]+[.!?]*")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+"""Where one sentence ends and the next begins: not inside "7.5" or "e.g.,"."""
 _ASKS_AN_ACTION = re.compile(
-    r"^\s*(please|(can|could|may|shall) (i|we)|(would|is) it (be )?possible|is there (any )?way|do you mind|how about"
+    r"^\s*((can|could|may|shall) (i|we)|(would|is) it (be )?possible|is there (any )?way|do you mind|how about"
     r"|why not|why don'?t)\b"
     r"|\b((can|could|would|will) you|please|i'?d like|i would like|i want|i need you)\b",
     re.IGNORECASE,
 )
 """A question that is a polite order ("Can you log my run?", "Could I get a ride to the airport?")."""
 _ASKS = re.compile(
-    r"^(what|what'?s|how|why|where|when|who|which|whose|is|are|am|was|were|do|does|did|has|have|should)\b",
+    r"^(what|how|why|where|when|who|which|whose|is|are|am|was|were|do|does|did|has|have|should)\b",
     re.IGNORECASE,
 )
 """How a question that asks something begins; "Add onions to my shopping list?" is an order with a question mark."""
@@ -74,7 +75,7 @@ def question_as_order(calls: list[Call], functions: list[dict[str, Any]], reques
     request = request.replace("’", "'")
     for value in (v for call in calls for v in call.arguments.values() if isinstance(v, str) and v.strip()):
         request = request.replace(value, " ")
-    sentences = [s.strip() for s in _SENTENCES.findall(request) if s.strip()]
+    sentences = [s for s in _SENTENCE_END.split(request.strip()) if s]
     if not sentences or not (sentences[-1].endswith("?") and _ASKS.match(sentences[-1])):
         return False
     if any(_ASKS_AN_ACTION.search(s) for s in sentences):

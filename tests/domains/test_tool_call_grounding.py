@@ -125,6 +125,7 @@ def test_a_unit_or_an_enum_value_the_request_states_is_the_one_the_answer_takes(
         ("What's on the shopping list for onions?", '[shopping_list.add_items(items=["onions"])]', "question_as_order"),
         ("Can you log 150 minutes of yoga?", '[fitness.log_workout(activity="yoga", minutes=150)]', None),
         ("Add onions to my shopping list?", '[shopping_list.add_items(items=["onions"])]', None),
+        ("How much sleep is 7.5 hours?", "[health.log_sleep(hours=7.5)]", "question_as_order"),
         ("Is it possible to add onions to my list?", '[shopping_list.add_items(items=["onions"])]', None),
         ("What’s on my shopping list for onions?", '[shopping_list.add_items(items=["onions"])]', "question_as_order"),
         (
