@@ -29,13 +29,13 @@ from genenv.evaluation.report import Comparison, Pair, ScoredModel, comparison_r
 from genenv.flows.evaluate import benchmarks_to_score, evaluate
 from genenv.flows.evolve import evolve
 from genenv.flows.generation import run_generation
-from genenv.flows.validation import validate_plans
 from genenv.parameters import ConfigOverrides, override_values
 from genenv.pipeline.options import stage
 from genenv.pipeline.run_records import new_run_id, register_run
 from genenv.runtime.handle import ModelRuntime, model_runtime
 from genenv.tasks.benchmarks import earlier_evaluation
 from genenv.tasks.fork import copy_snapshot
+from genenv.validation import validate_plans
 from genenv.warehouse.checkpoints import adapter_exists
 from genenv.warehouse.store import Warehouse, registered_config
 

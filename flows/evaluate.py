@@ -13,10 +13,10 @@ from prefect import flow, get_run_logger
 from genenv.config import ConfigError, GenEnvConfig
 from genenv.evaluation.benchmark_registry import check_item_sizes, present_benchmarks
 from genenv.evaluation.runner import DEFAULT_BENCHMARKS
-from genenv.flows.validation import validate
 from genenv.models.loading import EMBEDDED_MODEL
 from genenv.runtime.handle import ModelRuntime, model_runtime
 from genenv.tasks.benchmarks import evaluate_benchmark, resolve_target, scoring_config
+from genenv.validation import validate
 from genenv.warehouse.schemas import now
 from genenv.warehouse.store import Warehouse
 

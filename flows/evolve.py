@@ -7,15 +7,16 @@ from typing import Any
 from prefect import flow, tags
 
 from genenv.arms import arm_of
-from genenv.config import config_from_dict, load_config
+from genenv.config import config_from_dict
 from genenv.flows.generation import run_generation
-from genenv.flows.validation import validate
 from genenv.models.loading import check_base_model
 from genenv.models.sentence import check_sentence_model
 from genenv.parameters import ConfigOverrides, override_values
-from genenv.pipeline.run_records import flow_run_run_id, name_flow_run, stored_config
+from genenv.pipeline.run_config import config_to_run
+from genenv.pipeline.run_records import flow_run_run_id, name_flow_run
 from genenv.runtime.handle import ModelRuntime, model_runtime
 from genenv.tasks.start_run import start_run
+from genenv.validation import validate
 from genenv.warehouse.leases import run_lease
 from genenv.warehouse.store import Warehouse
 
@@ -43,12 +44,7 @@ def evolve(
         runtime: The calling flow's models (compare's, across its arms); without it, this flow loads its own.
     """
     changes = override_values(overrides)
-    settings = config_from_dict(config) if config is not None else load_config(config_file, changes)
-    stored = stored_config(Warehouse(settings.resolved_warehouse_uri), run_id) if run_id else None
-    if stored is not None and config is None:
-        located = {"data_dir": settings.data_dir, "warehouse_uri": settings.warehouse_uri}
-        settings = load_config(config_file, changes, base=stored.replace(**located))
-    settings = validate(settings)  # a deployment's config meets the machine here too
+    settings = validate(config_from_dict(config) if config is not None else config_to_run(config_file, changes, run_id))
     check_base_model(settings.model, settings.models_dir)  # before the run is registered: a hub id is fetched here
     if settings.domain == "tool_call" and settings.relevance_model:
         check_sentence_model(settings.relevance_model, settings.models_dir)

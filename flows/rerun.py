@@ -5,9 +5,9 @@ from __future__ import annotations
 from prefect import flow
 
 from genenv.flows.generation import run_generation
-from genenv.flows.validation import validate
 from genenv.parameters import ConfigOverrides, override_values
 from genenv.tasks.fork import fork_run, plan_fork
+from genenv.validation import validate
 from genenv.warehouse.store import Warehouse
 
 

@@ -3,7 +3,7 @@
 Every field's metadata says what it means (`help`: `genenv config` prints it), the values it may take (`within`, an
 interval, or `choices`) and whether it shapes results (`shaping`: part of the config hash). YAML files and `--set
 key=value` overrides fill it, the resolved config is stored with the run (it holds no secrets), and `check_values`
-reads the metadata; an entry point checks a config with one call, `validate` (flows/validation.py), which adds what
+reads the metadata; an entry point checks a config with one call, `validate` (genenv/validation.py), which adds what
 the values alone cannot decide: the names looked up in registries and the machine the run starts on.
 """
 

@@ -13,7 +13,7 @@ from prefect.context import FlowRunContext
 
 from genenv.config import GenEnvConfig
 from genenv.warehouse.schemas import SCHEMA_VERSION, now
-from genenv.warehouse.store import Warehouse, registered_config
+from genenv.warehouse.store import Warehouse
 
 
 def new_run_id(run_name: str, started: datetime | None = None, suffix: str | None = None) -> str:
@@ -62,9 +62,3 @@ def register_run(
             }
         ],
     )
-
-
-def stored_config(warehouse: Warehouse, run_id: str) -> GenEnvConfig | None:
-    """The config a run was registered with, or None when the warehouse has no such run."""
-    rows = warehouse.read("runs", run_id=run_id)
-    return None if rows.is_empty() else registered_config(rows.row(0, named=True))

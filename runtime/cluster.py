@@ -1,5 +1,5 @@
 """Whether the Ray cluster a config names can be reached from here, probed before anything loads (validate, in
-flows/validation.py, calls it; the config itself opens no socket): Ray installed, and the head's port answering."""
+genenv/validation.py, calls it; the config itself opens no socket): Ray installed, and the head's port answering."""
 
 from __future__ import annotations
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from genenv.config import ConfigError, GenEnvConfig, resume_differences
 from genenv.pipeline.options import stage
-from genenv.pipeline.run_records import new_run_id, register_run, stored_config
+from genenv.pipeline.run_config import stored_config
+from genenv.pipeline.run_records import new_run_id, register_run
 from genenv.warehouse.store import Warehouse
 
 

@@ -58,6 +58,20 @@ def test_bad_config_fails_before_anything_runs(tmp_path, capsys):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_resume_checks_the_config_it_will_run_before_anything_runs(tmp_path, capsys):
+    """The stored config with the command's changes on top, not the command's file alone: a run registered with a
+    local model folder since removed is refused naming it, before Prefect starts (no Prefect home made)."""
+    from genenv.config import GenEnvConfig
+    from genenv.pipeline.run_records import register_run
+
+    data = tmp_path / "data"
+    stored = GenEnvConfig(data_dir=str(data), model=str(tmp_path / "removed-model"))
+    register_run(Warehouse(stored.resolved_warehouse_uri), stored, "r1")
+    assert main(["evolve", "--run-id", "r1", "--set", f"data_dir={data}"]) == 2
+    assert "removed-model' does not exist" in capsys.readouterr().err
+    assert not (data / "prefect").exists()
+
+
 def test_config_lists_every_field(capsys):
     assert main(["config"]) == 0
     out = capsys.readouterr().out

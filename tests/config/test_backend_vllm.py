@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from genenv.config import ConfigError, GenEnvConfig, check_values, load_config
-from genenv.flows.validation import validate
 from genenv.models.backends import BACKENDS
+from genenv.validation import validate
 
 HAVE_VLLM = importlib.util.find_spec("vllm") is not None
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"

@@ -13,6 +13,7 @@ LAYERS = (
     ("cli", ("genenv.cli",)),
     ("commands", ("genenv.cli.commands",)),
     ("flows", ("genenv.flows",)),
+    ("validation (a config against the registries and this machine)", ("genenv.validation",)),
     ("tasks (the stages)", ("genenv.tasks",)),
     ("pipeline (what every stage stands on)", ("genenv.pipeline",)),
     ("runtime (where the models run: in-process, vLLM, Ray workers)", ("genenv.runtime",)),
@@ -142,16 +143,20 @@ def test_no_circle_of_imports():
     assert circles == []
 
 
-def _is_stage(path: Path) -> bool:
-    """The module defines a stage: a function decorated with `generation_stage(...)` or `stage(...)`."""
-    decorators = (
-        d.func
+def _decorators(path: Path) -> set[str]:
+    """The names the module's functions are decorated with, called (`@stage(...)`) or not (`@flow`)."""
+    found = (
+        d.func if isinstance(d, ast.Call) else d
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
         if isinstance(node, ast.FunctionDef)
         for d in node.decorator_list
-        if isinstance(d, ast.Call)
     )
-    return any(isinstance(f, ast.Name) and f.id in {"generation_stage", "stage"} for f in decorators)
+    return {d.id for d in found if isinstance(d, ast.Name)}
+
+
+def _is_stage(path: Path) -> bool:
+    """The module defines a stage: a function decorated with `generation_stage(...)` or `stage(...)`."""
+    return bool(_decorators(path) & {"generation_stage", "stage"})
 
 
 STAGES = {name for name, path in MODULES.items() if name.startswith("genenv.tasks.") and _is_stage(path)}
@@ -175,6 +180,13 @@ def test_tasks_holds_the_stages_and_what_they_share_nothing_else():
         s.removeprefix("genenv.tasks.") for s in STAGES
     }
     assert others == SHARED_BY_STAGES
+
+
+def test_flows_holds_flows_only():
+    """flows/ wires stages; what checks a config for a run (validation) stands below it, beside the config."""
+    flows = {name for name in MODULES if name.startswith("genenv.flows.")}
+    assert "genenv.flows.evolve" in flows
+    assert [name for name in sorted(flows) if "flow" not in _decorators(MODULES[name])] == []
 
 
 ROLE_UPDATE_FIELDS = {f"{role}_{name}" for role in ("agent", "simulator") for name in RoleUpdate.__dataclass_fields__}

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from genenv.config import ConfigError, GenEnvConfig
-from genenv.flows.validation import validate
+from genenv.validation import validate
 
 
 def test_a_model_path_that_does_not_exist_is_refused_not_tried_as_a_hub_id(tmp_path):

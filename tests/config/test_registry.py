@@ -11,10 +11,10 @@ from genenv.config import ConfigError, GenEnvConfig
 from genenv.curriculum.generator_rewards import GENERATOR_REWARDS, alpha_curriculum_reward, register_reward
 from genenv.domains.base import DOMAINS, get_domain, register_domain
 from genenv.evaluation.benchmark_registry import BENCHMARKS, get_benchmark, register_benchmark
-from genenv.flows.validation import validate
 from genenv.models.backends import BACKENDS, register_backend
 from genenv.models.transformers_backend import TransformersBackend
 from genenv.registry import PluginError, Registry, UnknownNameError
+from genenv.validation import validate
 
 
 def test_register_then_get():

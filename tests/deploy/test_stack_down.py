@@ -17,7 +17,7 @@ from prefect.states import Running
 
 from genenv.cli.commands.environment import prepare_environment
 from genenv.config import ConfigError, GenEnvConfig
-from genenv.flows.validation import validate
+from genenv.validation import validate
 from tests.support.workers import ONE_RAY
 
 pytestmark = pytest.mark.slow

@@ -92,7 +92,7 @@ PROBE = """
 from genenv.config import GenEnvConfig
 from genenv.domains.base import get_domain
 from genenv.domains.decontamination import domain_index
-from genenv.flows.validation import validate
+from genenv.validation import validate
 from genenv.registry import PluginError
 
 config = validate(GenEnvConfig(domain="echo"))

@@ -6,11 +6,11 @@ import pytest
 import torch
 
 from genenv.config import ConfigError, GenEnvConfig
-from genenv.flows.validation import validate
 from genenv.models.memory_plan import PlanSettings
 from genenv.models.precision import native_bfloat16, resolve_precision
-from genenv.pipeline.run_records import stored_config
+from genenv.pipeline.run_config import stored_config
 from genenv.tasks.start_run import start_run
+from genenv.validation import validate
 from genenv.warehouse.store import Warehouse
 
 
@@ -48,7 +48,7 @@ def test_a_comparison_shares_a_generation_zero_stored_with_the_precision_auto_re
     that `auto` made on this machine once validated, and would not before (the stored precision is concrete)."""
     from genenv.arms import plan_arms
     from genenv.flows.compare import check_shared_run
-    from genenv.flows.validation import validate_plans
+    from genenv.validation import validate_plans
 
     config = validate(GenEnvConfig(precision="auto", data_dir=str(tmp_path)))
     start_run.fn(config, "r1")

@@ -10,9 +10,9 @@ from polars.testing import assert_frame_equal
 
 from genenv.config import ConfigError
 from genenv.errors import RerunError
-from genenv.flows.validation import validate
 from genenv.pipeline.run_records import register_run
 from genenv.tasks.fork import plan_fork
+from genenv.validation import validate
 from genenv.warehouse.schemas import GENERATION_TABLES, TABLES
 from genenv.warehouse.store import Warehouse
 from tests.pipeline.conftest import assert_same_run, comparable

@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         check_item_sizes(present, args.benchmarks_dir, items)
     except (ValueError, FileNotFoundError) as exc:
         raise ConfigError(f"--items: {exc}") from None
-    from genenv.flows.validation import for_this_machine, validate_plans
+    from genenv.validation import for_this_machine, validate_plans
 
     if args.from_run:
         from genenv.flows.compare import check_shared_run

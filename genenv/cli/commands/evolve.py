@@ -9,8 +9,9 @@ from pathlib import Path
 from genenv.cli.commands.environment import invoked_as, prepare_command
 from genenv.cli.commands.run_report import committed_generations, what_changed, write_report
 from genenv.cli.commands.stopping import stop_on_signals
-from genenv.config import load_config, parse_overrides
-from genenv.flows.validation import validate
+from genenv.config import parse_overrides
+from genenv.pipeline.run_config import config_to_run
+from genenv.validation import validate
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -22,8 +23,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    overrides = parse_overrides(args.set)
-    config = validate(load_config(args.config, overrides))
+    config = validate(config_to_run(args.config, parse_overrides(args.set), args.run_id))  # the config that runs
     prepare_command(config.data_dir, args.debug)
     from genenv.flows.evolve import evolve
     from genenv.models.loading import check_base_model, prefetch_base_model
@@ -32,12 +32,9 @@ def run(args: argparse.Namespace) -> int:
     run_id = args.run_id or new_run_id(config.run_name)
     named = evolve.with_options(flow_run_name=run_id)  # the flow run is the genenv run, from its first log line
     with stop_on_signals(stopped_line(args, run_id), args.debug):
-        if args.run_id:  # the run's stored config, with only what this command names on top
-            named(config_file=args.config, overrides=overrides, run_id=run_id)
-        else:  # the model is found before the run is registered; its conversion overlaps Prefect's start
-            check_base_model(config.model, config.models_dir)
-            prefetch_base_model(config.model, config.models_dir)
-            named(config.to_dict(), run_id=run_id)
+        check_base_model(config.model, config.models_dir)  # before the run is registered
+        prefetch_base_model(config.model, config.models_dir)  # its conversion overlaps Prefect's start
+        named(config.to_dict(), run_id=run_id)
     warehouse = config.resolved_warehouse_uri
     example = "SELECT generation, avg(reward) FROM trajectories GROUP BY 1 ORDER BY 1"
     print(f"\nRun {run_id} finished. Its data is in {warehouse}")

@@ -23,7 +23,7 @@ def run(args: argparse.Namespace) -> int:
     from genenv.warehouse.store import Warehouse
 
     overrides = parse_overrides(args.set)
-    from genenv.flows.validation import validate
+    from genenv.validation import validate
 
     config = validate(plan_fork(Warehouse(args.warehouse), args.run, args.generation, overrides))
     from genenv.cli.commands.environment import invoked_as, prepare_command
