@@ -24,6 +24,7 @@ def validate(config: GenEnvConfig) -> GenEnvConfig:
     chooses is registered and can run here, and its paths and cluster can be used from this machine; else ConfigError
     naming the field. A run stores the concrete precision, so it resumes in the one it started in."""
     check_values(config)
+    check_built(config)
     check_names(config)
     check_local_paths(config)
     check_cluster(config.ray_address)
@@ -39,6 +40,20 @@ def validate_plans(plans: list[ArmPlan]) -> list[ArmPlan]:
     """Each arm's config validated and made concrete for this machine (`validate`), so a comparison checks its arms
     against stored runs (a shared generation 0, an interrupted arm to continue) with the precision they store."""
     return [dataclasses.replace(plan, config=validate(plan.config)) for plan in plans]
+
+
+PLANNED_NOT_BUILT = ("trainer_shards", "vllm_tensor_parallel")
+"""Settings `genenv plan` sizes (their effect on memory) that no runtime builds yet: a run refuses them."""
+
+
+def check_built(config: GenEnvConfig) -> None:
+    for name in PLANNED_NOT_BUILT:
+        require(
+            config,
+            getattr(config, name) <= 1,
+            name,
+            f"planned, not built (docs/scale.md); `genenv plan --set {name}=N` shows its effect on memory",
+        )
 
 
 def check_names(config: GenEnvConfig) -> None:

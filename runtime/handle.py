@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from genenv.config import ConfigError, GenEnvConfig, Placement
+from genenv.config import GenEnvConfig, Placement
 from genenv.models.sampling import GenerationBackend
 from genenv.runtime.checkpoints import NO_CHECKPOINTS, Checkpoints
 from genenv.runtime.in_process import InProcessRuntime
@@ -22,13 +22,7 @@ from genenv.runtime.vllm_runtime import VllmRuntime
 
 
 def runtime_kind(config: GenEnvConfig, placement: Placement) -> Callable[[Placement | None], Runtime[Any]]:
-    """Which runtime computes for `config`, placed by `placement`; settings that are planned, not built, refused."""
-    for name in ("trainer_shards", "vllm_tensor_parallel"):
-        if getattr(config, name) > 1:
-            raise ConfigError(
-                f"{name}: planned, not built (docs/scale.md); `genenv plan --set {name}=N` shows its effect on memory "
-                f"(got {getattr(config, name)})"
-            )
+    """Which runtime computes for `config`, placed by `placement`."""
     if placement.ray_address:
         return RayRuntime
     return VllmRuntime if config.backend == "vllm" else InProcessRuntime

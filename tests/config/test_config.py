@@ -8,6 +8,7 @@ from genenv.config import (
     NOT_SHAPING,
     ConfigError,
     GenEnvConfig,
+    check_values,
     config_from_dict,
     field_help,
     load_config,
@@ -261,3 +262,12 @@ def test_both_roles_are_updated_with_the_same_set_of_settings():
     assert (agent.lr, agent.clip_epsilon, simulator.lr, simulator.clip_epsilon) == (1e-4, 0.1, 1e-3, 0.3)
     assert set(agent.grpo()) == {"lr", "kl_coef", "epochs", "minibatch_size", "clip_epsilon"}
     assert agent.sft() == {"lr": 1e-4, "kl_coef": config.agent_kl_coef, "epochs": config.agent_epochs}
+
+
+@pytest.mark.parametrize("name", ["trainer_shards", "vllm_tensor_parallel"])
+def test_settings_planned_but_not_built_are_refused_by_a_run_before_anything_loads(tmp_path, name: str) -> None:
+    """By `validate`, which every entry point calls before a run registers; `genenv plan` (values alone) takes them."""
+    config = GenEnvConfig(data_dir=str(tmp_path), **{name: 2})
+    with pytest.raises(ConfigError, match=f"{name}: planned, not built .* \\(got 2\\)"):
+        validate(config)
+    assert check_values(config) is config

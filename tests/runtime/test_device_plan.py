@@ -56,10 +56,3 @@ def test_with_a_fake_gpu_too_small_the_runtime_refuses_before_the_model_loads(
     runtime = ModelRuntime()
     with pytest.raises(ConfigError, match="memory plan: the load phase needs"):
         runtime.training(GenEnvConfig(model=str(tiny_model_dir)), NO_CHECKPOINTS)
-
-
-@pytest.mark.parametrize("name", ["trainer_shards", "vllm_tensor_parallel"])
-def test_settings_planned_but_not_built_are_refused_by_a_run(tiny_model_dir: Path, name: str) -> None:
-    runtime = ModelRuntime()
-    with pytest.raises(ConfigError, match=f"{name}: planned, not built"):
-        runtime.training(GenEnvConfig(model=str(tiny_model_dir), **{name: 2}), NO_CHECKPOINTS)
