@@ -1,8 +1,11 @@
 """`validate(config)`: the one check an entry point (the CLI's commands, the flows) makes of a config, before any model
-loads or a run is registered. Its values against their metadata (genenv/config.py), the names it looks up in a
-registry (domain, generator reward, backend: each must exist and be usable here), and the machine it starts on
-(model folder, data folder, benchmarks folder, Ray cluster). The config itself stays data: it checks nothing when
-built, reads no registry and touches neither disk nor network."""
+loads or a run is registered. Its values against their metadata (genenv/config.py), settings planned but not built,
+the names it looks up in a registry (domain, generator reward, backend: each must exist and be usable here), and the
+machine it starts on (model folder, data folder, benchmarks folder, Ray cluster). The config itself stays typed data:
+built, it checks only that each field holds its type; it reads no registry and touches neither disk nor network.
+
+A command that starts a flow checks before Prefect starts (a refusal is one line, and no failed flow run is left
+behind), and the flow checks again, because a deployment enters there; both check the same resolved config."""
 
 from __future__ import annotations
 
