@@ -22,6 +22,10 @@ DEMO = [  # a demo run's metrics: the warm start, then two generations
             "mean_difficulty": 4.25,
             "difficulty_parts": {"calls": 1.0, "arguments": 2.0, "optional": 0.25, "distractors": 1.0, "inferred": 0.0},
             "stage_seconds": {"generate": 20.4, "rollout": 30},
+            "groups_trained": 21,
+            "trained_at_edge": 0.8095,
+            "d_env": 5,
+            "d_env_added": 5,
         },
     ),
     Generation(
@@ -67,6 +71,8 @@ def test_the_dynamics_report_has_a_row_per_generation(tmp_path: Path) -> None:
     rows = [line for line in lines if line.startswith("| ") and not line.startswith("| generation")]
     assert [row.split(" | ")[0] for row in rows] == ["| 0", "| 1", "| 2"]
     assert rows[1].split(" | ")[1:3] == ["46%", "0.500"] and rows[1].endswith("| 25% [12%, 41%] of 32 | 50 |")
+    # how many GRPO groups trained, the share of them at the agent's edge; D_env and what joined it this generation
+    assert "| 21 | 81% |" in rows[1] and "| 5 | 5 |" in rows[1] and "| - | - |" in rows[2]
     # which part of the tasks' difficulty the curriculum moved, generation by generation
     assert (
         "| 4.250 |" in rows[1]

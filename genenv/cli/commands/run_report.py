@@ -21,10 +21,12 @@ COLUMNS = (
     ("probe before", "probe_before", True),
     ("probe after", "probe_after", True),
     ("GRPO groups trained", "groups_trained", None),
+    ("trained at the edge", "trained_at_edge", True),
     ("loss agent", "agent_loss", False),
     ("loss simulator", "simulator_loss", False),
     ("D_train", "d_train", None),
     ("D_env", "d_env", None),
+    ("D_env joined", "d_env_added", None),
 )
 """(header, metric, as a percentage: True; a decimal: False; an integer: None) of the report's table."""
 
