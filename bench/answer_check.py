@@ -18,7 +18,11 @@ census no rule had seen: all 92 valid simulator tasks of generations 1-2 of run 
 l60's generation 0 with seeds_per_generation=24 and agent_call_groups=19, validated by the checks of commit 337aaf4),
 drawn by `python bench/label_sample.py --warehouse data/l60/warehouse --run l60q-20261206-045130-9ac4 --generations 1-2
 --count 200 --out bench/data/labelled_l60q_g1_g2_tasks.jsonl` and labelled by hand (value_reused's numbers were
-written later from one of its wrong labels). Each run also prints the share
+written later from one of its wrong labels). `bench/data/labelled_l62_g1_g2_tasks.jsonl` is the census no rule was
+written from: all 81 valid simulator tasks of generations 1-2 of run l62 (configs/laptop.yaml, loop seed 0,
+validated by the checks of commit 3612bdd), drawn by `python bench/label_sample.py --warehouse data/l62/warehouse
+--run l62-20261206-120328-50da --generations 1-2 --count 200 --out bench/data/labelled_l62_g1_g2_tasks.jsonl` and
+labelled by hand before any rule changed. Each run also prints the share
 of the shipped seeds and of a catalog draw (10 requests a function, seeded) that the check rejects: right answers by
 construction, so every rejection there is a false one.
 Usage: `python bench/answer_check.py [--sample FILE ...]` (each sample in turn, then the false rejects once).
