@@ -1,35 +1,46 @@
 #!/usr/bin/env bash
-# The small sweep behind configs/laptop.yaml's GRPO settings: one base run (warm start + generation 1), then
-# generation 1 re-run from the same generation-0 snapshot with other agent learning rates and epochs. Only
-# training-side numbers are compared (probe reward before/after the update, held-out seed success), never a
-# benchmark. Usage: bash bench/sweep_agent_update.sh [--smoke] [DATA_DIR]   (default data/sweep; log in DATA_DIR/*.log)
+# Issue 53 item 4: the agent's GRPO update chosen by measurement, on the warm start configs/laptop.yaml makes. Each
+# variant forks one laptop.yaml run at generation 1 (its generation 0 snapshot: warm start, pools, seeds; default the
+# run l62 of bench/edge_seed_draw.sh, whose own generations are laptop.yaml's own update), with other agent settings,
+# and goes on to generation G (default 2). Held-out seed success at generation G, paired over the same 270 items
+# with the base run's (bench/heldout_paired.py), and the probe before and after each update; never a benchmark.
+# Idempotent: a fork that exists is resumed where it stopped.
+#   bash bench/sweep_agent_update.sh [--smoke] [DATA_DIR] [BASE_RUN_NAME]   (default data/l62 l62; G=GENERATIONS)
 set -euo pipefail
-. "$(dirname "$0")/smoke.sh"  # --smoke: print the genenv commands instead of running them
-data=${1:-data/sweep}
-if [ "$genenv" = printed ]; then
-  data=$(mktemp -d)
-  trap 'rm -rf "$data"' EXIT
-fi
-mkdir -p "$data"
-warehouse="$data/warehouse"
-if [ -z "$($genenv runs --warehouse "$warehouse" 2>/dev/null | grep -o 'sweep-base-[0-9a-z-]*' | head -1 || true)" ]; then
-  $genenv evolve --config configs/laptop.yaml --set generations=1 --set run_name=sweep-base \
-    --set data_dir="$data" > "$data/base.log" 2>&1
-fi
-base=$($genenv runs --warehouse "$warehouse" | grep -o 'sweep-base-[0-9a-z-]*' | head -1 || true)
-for variant in "agent_lr=0.00003 agent_epochs=2" "agent_lr=0.0003 agent_epochs=2" \
-               "agent_lr=0.0001 agent_epochs=4" "agent_lr=0.0001 agent_epochs=1"; do
-  name="sweep-$(echo "$variant" | tr ' =' '--')"
-  sets=(); for kv in $variant; do sets+=(--set "$kv"); done
-  $genenv rerun --warehouse "$warehouse" --run "$base" --generation 1 --fork "$name" "${sets[@]}" \
-    > "$data/$name.log" 2>&1
+cd "$(dirname "$0")/.."
+. bench/smoke.sh  # --smoke: print the genenv commands instead of running them
+data=${1:-data/l62}
+base_name=${2:-l62}
+G=${GENERATIONS:-2}
+W=$data/warehouse
+run_of() {
+  $genenv sql --warehouse "$W" "SELECT run_id FROM runs WHERE run_name = '$1'" 2>/dev/null \
+    | grep -o "$1-[0-9]\{8\}-[0-9a-z-]*" | head -1 || true
+}
+base=$(run_of "$base_name")
+# laptop.yaml's update is agent_lr 1e-4, agent_epochs 2, agent_kl_coef 0.04, dynamic_sampling_draws 3; "shrunk" is
+# the update section 10's comparison ran (1 epoch, 2 rounds of drawing).
+for variant in "shrunk agent_epochs=1 dynamic_sampling_draws=2" "lr-3e-5 agent_lr=0.00003" "lr-3e-4 agent_lr=0.0003" \
+               "kl-0 agent_kl_coef=0" "kl-0-1 agent_kl_coef=0.1" "epochs-4 agent_epochs=4"; do
+  read -r label settings <<< "$variant"
+  name="sweep-$label"
+  fork=$(run_of "$name")
+  if [ -z "$fork" ]; then
+    sets=(); for kv in $settings; do sets+=(--set "$kv"); done
+    $genenv rerun --warehouse "$W" --run "${base:-$base_name-RUN}" --generation 1 --fork "$name" "${sets[@]}"
+    fork=$(run_of "$name")
+  fi
+  $genenv evolve --run-id "${fork:-$name-RUN}" --set data_dir="$data" --set generations="$G"
 done
-$genenv sql --warehouse "$warehouse" "
-  SELECT g.run_id, g.generation,
-         json_extract(r.config_json, '$.agent_lr')::DOUBLE AS agent_lr,
-         json_extract(r.config_json, '$.agent_epochs')::INT AS agent_epochs,
-         json_extract(g.metrics, '$.probe_before')::DOUBLE AS probe_before,
-         json_extract(g.metrics, '$.probe_after')::DOUBLE AS probe_after,
-         json_extract(g.metrics, '$.heldout_success')::DOUBLE AS heldout,
-         json_extract(g.metrics, '$.fresh_success')::DOUBLE AS fresh
-  FROM generations g JOIN runs r USING (run_id) WHERE g.generation = 1 ORDER BY g.run_id"
+$genenv sql --warehouse "$W" "
+  SELECT r.run_name, g.generation,
+         json_extract(g.metrics, '\$.probe_before')::DOUBLE AS probe_before,
+         json_extract(g.metrics, '\$.probe_after')::DOUBLE AS probe_after,
+         json_extract(g.metrics, '\$.heldout_success')::DOUBLE AS heldout,
+         json_extract(g.metrics, '\$.fresh_success')::DOUBLE AS fresh,
+         json_extract(g.metrics, '\$.groups_trained')::INT AS groups_trained
+  FROM generations g JOIN runs r USING (run_id)
+  WHERE r.run_name = '$base_name' OR r.run_name LIKE 'sweep-%' ORDER BY 1, 2"
+if [ "$genenv" != printed ]; then
+  .venv/bin/python bench/heldout_paired.py "$W" --against "$base" --generation "$G"
+fi
