@@ -1,4 +1,6 @@
 import json
+import subprocess
+import sys
 
 from genenv.cli import main
 from genenv.warehouse.schemas import now
@@ -70,6 +72,14 @@ def test_a_resume_checks_the_config_it_will_run_before_anything_runs(tmp_path, c
     assert main(["evolve", "--run-id", "r1", "--set", f"data_dir={data}"]) == 2
     assert "removed-model' does not exist" in capsys.readouterr().err
     assert not (data / "prefect").exists()
+
+
+def test_evolve_resolves_and_checks_its_config_before_importing_prefect():
+    """`prepare_command` sets Prefect's environment (its home in the data folder, a temporary server) once the config
+    is known; what the command imports to resolve and check the config must not import Prefect before that."""
+    code = "import sys, genenv.cli.commands.evolve, genenv.pipeline.run_config; print('prefect' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
 
 
 def test_config_lists_every_field(capsys):

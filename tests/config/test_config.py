@@ -213,7 +213,7 @@ def test_genenv_config_says_what_each_field_may_take_and_whether_it_is_hashed():
     assert helps["worker_cpus"].endswith("Must be > 0. Outside the config hash.")
 
 
-CHECKS = {"check_values", "check_names", "check_local_paths", "check_cluster", "validate"}
+CHECKS = {"check_values", "check_built", "check_names", "check_local_paths", "check_cluster", "validate"}
 
 
 def _checks_called(path: Path) -> set[str]:

@@ -100,7 +100,9 @@ def write_report(path: Path, run_id: str, generations: list[Generation]) -> Path
         "band where the simulator is rewarded most; task difficulty is the mean of the domain's difficulty over the "
         "simulator's valid tasks (tool_call: calls, arguments, optional ones, distractors, values to infer), by part "
         "where the domain describes them; the probe is the agent's greedy reward on a fixed sample of the generation's "
-        "fresh tasks, before and after its update. The same numbers: `genenv show RUN`, and SQL over "
+        "fresh tasks, before and after its update; trained at the edge is the share of the GRPO groups trained on "
+        "whose task the agent solves 20-80% of the time, and D_env joined the records the simulator's pool gained in "
+        "the generation. The same numbers: `genenv show RUN`, and SQL over "
         "the `generations` table (`metrics`).",
         "",
         *rows,
