@@ -9,16 +9,12 @@ W=data/after/warehouse
 P=laptop-genenv-20261201-210114-7a9b
 G=${GENERATIONS:-8}
 COMMON=(--set agent_kl_coef=0.04 --set agent_replay_rows=0 --set reward_scope=task --set simulator_update=grpo)
-run_of() {
-  $genenv sql --warehouse $W "SELECT run_id FROM runs WHERE run_name = '$1'" 2>/dev/null | grep -o "$1-[0-9a-z-]*" | head -1 || true
-}
 arm() {
   local name=$1; shift
-  local id; id=$(run_of "$name")
-  if [ -z "$id" ]; then
+  if [ -z "$(run_of $W "$name")" ]; then
     $genenv rerun --warehouse $W --run $P --generation 1 --fork "$name" "${COMMON[@]}" "$@"
-    id=$(run_of "$name")
   fi
+  local id; id=$(found "$(run_of $W "$name")" "$name")
   echo "$(date) $name $id"
   $genenv evolve --run-id "$id" --set data_dir=data/after --set generations=$G
 }

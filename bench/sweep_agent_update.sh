@@ -14,25 +14,18 @@ data=${1:-data/l62}
 base_name=${2:-l62}
 G=${GENERATIONS:-2}
 W=$data/warehouse
-run_of() {  # the run id of a run name, empty when the warehouse has none
-  $genenv sql --warehouse "$W" --format csv "SELECT run_id FROM runs WHERE run_name = '$1'" 2>/dev/null | sed -n 2p
-}
-found() {  # $1 a run id, $2 what it is: a real run stops where a lookup found nothing; --smoke prints a placeholder
-  if [ -n "$1" ]; then echo "$1"; elif [ "$genenv" = printed ]; then echo "$2-RUN"; else
-    echo "sweep_agent_update.sh: no run $2 in $W" >&2; exit 1; fi
-}
-base=$(found "$(run_of "$base_name")" "$base_name")
+base=$(found "$(run_of "$W" "$base_name")" "$base_name")
 # laptop.yaml's update is agent_lr 1e-4, agent_epochs 2, agent_kl_coef 0.04, dynamic_sampling_draws 3; "shrunk" is
 # the update section 10's comparison ran (1 epoch, 2 rounds of drawing).
 for variant in "shrunk agent_epochs=1 dynamic_sampling_draws=2" "lr-3e-5 agent_lr=0.00003" "lr-3e-4 agent_lr=0.0003" \
                "kl-0 agent_kl_coef=0" "kl-0-1 agent_kl_coef=0.1" "epochs-4 agent_epochs=4"; do
   read -r label settings <<< "$variant"
   name="sweep-$label"
-  if [ -z "$(run_of "$name")" ]; then
+  if [ -z "$(run_of "$W" "$name")" ]; then
     sets=(); for kv in $settings; do sets+=(--set "$kv"); done
     $genenv rerun --warehouse "$W" --run "$base" --generation 1 --fork "$name" "${sets[@]}"
   fi
-  fork=$(found "$(run_of "$name")" "$name")
+  fork=$(found "$(run_of "$W" "$name")" "$name")
   $genenv evolve --run-id "$fork" --set data_dir="$data" --set generations="$G"
 done
 $genenv sql --warehouse "$W" "
