@@ -82,6 +82,12 @@ def test_evolve_resolves_and_checks_its_config_before_importing_prefect():
     assert out.stdout.strip() == "False"
 
 
+def test_an_empty_run_id_is_refused_not_taken_for_a_new_run(tmp_path, capsys):
+    assert main(["evolve", "--run-id", " ", "--set", f"data_dir={tmp_path}"]) == 2
+    assert capsys.readouterr().err.strip().startswith("genenv: --run-id: empty")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_config_lists_every_field(capsys):
     assert main(["config"]) == 0
     out = capsys.readouterr().out

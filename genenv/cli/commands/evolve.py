@@ -9,7 +9,7 @@ from pathlib import Path
 from genenv.cli.commands.environment import invoked_as, prepare_command
 from genenv.cli.commands.run_report import committed_generations, what_changed, write_report
 from genenv.cli.commands.stopping import stop_on_signals
-from genenv.config import parse_overrides
+from genenv.config import ConfigError, parse_overrides
 from genenv.pipeline.run_config import config_to_run
 from genenv.validation import validate
 
@@ -23,6 +23,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.run_id is not None and not args.run_id.strip():  # a script whose run lookup came back empty
+        raise ConfigError("--run-id: empty; give the run to resume, or leave it out to start a new run")
     config = validate(config_to_run(args.config, parse_overrides(args.set), args.run_id))  # the config that runs
     prepare_command(config.data_dir, args.debug)
     from genenv.flows.evolve import evolve
