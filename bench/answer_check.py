@@ -22,7 +22,8 @@ written later from one of its wrong labels). `bench/data/labelled_l62_g1_g2_task
 written from: all 81 valid simulator tasks of generations 1-2 of run l62 (configs/laptop.yaml, loop seed 0,
 validated by the checks of commit 3612bdd), drawn by `python bench/label_sample.py --warehouse data/l62/warehouse
 --run l62-20261206-120328-50da --generations 1-2 --count 200 --out bench/data/labelled_l62_g1_g2_tasks.jsonl` and
-labelled by hand before any rule changed. Each run also prints the share
+labelled by hand before any rule changed; `bench/data/labelled_l62_g3_g4_tasks.jsonl` the same for its generations 3-4
+(104 tasks, `--generations 3-4`). Each run also prints the share
 of the shipped seeds and of a catalog draw (10 requests a function, seeded) that the check rejects: right answers by
 construction, so every rejection there is a false one.
 Usage: `python bench/answer_check.py [--sample FILE ...]` (each sample in turn, then the false rejects once).
