@@ -43,19 +43,8 @@ def test_a_stop_signal_ends_evolve_in_one_line_and_the_run_resumes(
         env |= {"GENENV_STALL_AT": "g0:before:warm-start", "GENENV_STALL_MARKER": str(marker)}
     output = tmp_path / "output.txt"
     command = [sys.executable, "-m", "genenv.cli", "evolve", "--config", str(config_file)]
-    with output.open("w") as out:
-        process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
-    try:
-        landed = marker if stalled else tmp_path / "data" / "warehouse" / "tasks"  # the seed stage has written
-        _wait_for(landed.exists, process, "the run to reach the point the signal is for")
-        descendants = psutil.Process(process.pid).children(recursive=True)
-        sent = time.monotonic()
-        process.send_signal(signum)
-        code = process.wait(timeout=120)
-        took = time.monotonic() - sent
-    finally:
-        if process.poll() is None:
-            process.kill()
+    landed = marker if stalled else tmp_path / "data" / "warehouse" / "tasks"  # the seed stage has written
+    code, took, descendants = _stopped(command, env, output, landed, signum)
     lines = output.read_text().strip().splitlines()
     assert code == 128 + signum, lines[-20:]
     print(f"stopped {took:.1f} s after {signal.Signals(signum).name} (bound {STOP_SECONDS} s)")
@@ -82,11 +71,30 @@ def test_a_stop_signal_ends_evolve_in_one_line_and_the_run_resumes(
     assert warehouse.committed(run_id)["generation"].to_list() == [0]
 
 
+def _stopped(command: list[str], env: dict, output: Path, landed: Path, signum: int):
+    """Start `command`, send `signum` once `landed` exists; its exit code, the seconds from the signal to its end, and
+    the processes it had started. It never outlives the call."""
+    with output.open("w") as out:
+        process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        _wait_for(landed.exists, process, f"{landed.name} to exist")
+        descendants = psutil.Process(process.pid).children(recursive=True)
+        sent = time.monotonic()
+        process.send_signal(signum)
+        code = process.wait(timeout=120)
+        return code, time.monotonic() - sent, descendants
+    finally:
+        if process.poll() is None:
+            for child in psutil.Process(process.pid).children(recursive=True):
+                child.kill()
+            process.kill()
+
+
 def _wait_for(condition, process: subprocess.Popen, what: str) -> None:
     """Poll `condition` until it holds; fail at once if the process ends first (no time budget: the run reaches the
     point, or it ends)."""
     while not condition():
-        assert process.poll() is None, f"genenv evolve ended before {what}"
+        assert process.poll() is None, f"the command ended before {what}"
         time.sleep(0.2)
 
 
@@ -95,3 +103,40 @@ def _alive(child: psutil.Process) -> bool:
         return child.is_running() and child.status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
+
+
+def test_a_stop_signal_ends_rerun_in_one_line_and_its_fork_finishes_as_the_line_says(
+    tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    """`genenv rerun` once ignored SIGTERM (Prefect's handler took it and the flow ran on); it stops as evolve does,
+    and the line's commands find and finish the fork."""
+    config = small_config(tiny_model_dir, tmp_path / "data").replace(generations=1)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "GENENV_"))}
+    env |= {"PREFECT_HOME": str(tmp_path / "prefect"), "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+    config_file = tmp_path / "config.yaml"
+    config_file.write_text(yaml.safe_dump(config.to_dict()))
+    genenv = [sys.executable, "-m", "genenv.cli"]
+    made = subprocess.run([*genenv, "evolve", "--config", str(config_file)], env=env, capture_output=True, text=True)
+    assert made.returncode == 0, made.stderr[-3000:]
+    warehouse = Warehouse(config.resolved_warehouse_uri)
+    (parent,) = warehouse.read("runs")["run_id"].to_list()
+    marker = tmp_path / "stalled"
+    stalled = env | {"GENENV_STALL_AT": "g1:before:rollout", "GENENV_STALL_MARKER": str(marker)}
+    rerun = [*genenv, "rerun", "--warehouse", config.resolved_warehouse_uri, "--run", parent, "--generation", "1"]
+    output = tmp_path / "output.txt"
+    code, took, descendants = _stopped(rerun, stalled, output, marker, signal.SIGTERM)
+    lines = output.read_text().strip().splitlines()
+    assert code == 128 + signal.SIGTERM and took < STOP_SECONDS + 2, lines[-20:]
+    assert [child.pid for child in descendants if _alive(child)] == []  # its temporary Prefect server too
+    said = re.fullmatch(
+        r"genenv: stopped by SIGTERM; generation 1 of \S+ was being re-run; "
+        r"if .* lists its fork, `\S+ (evolve .*)` finishes it, else run this command again",
+        lines[-1],
+    )
+    assert said, lines[-20:]
+    (fork,) = [run for run in warehouse.read("runs")["run_id"].to_list() if run != parent]
+    assert warehouse.committed(fork)["generation"].to_list() == [0]  # the snapshot, not yet generation 1
+    finish = shlex.split(said.group(1).replace("FORK", fork))
+    finished = subprocess.run([*genenv, *finish], env=env, capture_output=True, text=True)
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    assert warehouse.committed(fork)["generation"].to_list() == [0, 1]

@@ -87,21 +87,24 @@ def run(args: argparse.Namespace) -> int:
 
     validate_plans(plans)  # last of the checks: it makes the data folder, as the run would
     prepare_command(plans[0].config.data_dir, args.debug)
+    from genenv.cli.commands.stopping import stop_on_signals
     from genenv.flows.compare import compare
 
-    report = compare(
-        arms,
-        args.config,
-        overrides,
-        benchmarks,
-        args.benchmarks_dir,
-        args.limit,
-        args.report,
-        items=items,
-        every_generation=args.every_generation,
-        seeds=seeds,
-        from_run=args.from_run,
-    )
+    continues = "the comparison continues where it stopped when this command runs again with --from-run naming its "
+    with stop_on_signals(continues + "generation-0 run (`genenv runs` lists it)", args.debug):
+        report = compare(
+            arms,
+            args.config,
+            overrides,
+            benchmarks,
+            args.benchmarks_dir,
+            args.limit,
+            args.report,
+            items=items,
+            every_generation=args.every_generation,
+            seeds=seeds,
+            from_run=args.from_run,
+        )
     print(f"\nReport: {report}")
     return 0
 

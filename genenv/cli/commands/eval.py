@@ -79,23 +79,25 @@ def run(args: argparse.Namespace) -> int:
     from genenv.cli.commands.environment import prepare_command
 
     prepare_command(args.cache_dir, args.debug)
+    from genenv.cli.commands.stopping import stop_on_signals
     from genenv.flows.evaluate import evaluate
 
-    eval_batch = evaluate(
-        model=args.model,
-        run_id=args.run,
-        generation=args.generation,
-        benchmarks=names,
-        data_dir=str(Path(args.data).resolve()) if args.data else None,
-        limit=args.limit,
-        warehouse_uri=args.warehouse,
-        cache_dir=args.cache_dir,
-        precision=args.precision,
-        batch_size=args.batch_size,
-        items=items,
-        vllm_gpu_memory_utilization=args.vllm_gpu_memory_utilization,
-        **{name: getattr(args, name) for name in CLUSTER_FIELDS},
-    )
+    with stop_on_signals("nothing of it is reported; run this command again", args.debug):
+        eval_batch = evaluate(
+            model=args.model,
+            run_id=args.run,
+            generation=args.generation,
+            benchmarks=names,
+            data_dir=str(Path(args.data).resolve()) if args.data else None,
+            limit=args.limit,
+            warehouse_uri=args.warehouse,
+            cache_dir=args.cache_dir,
+            precision=args.precision,
+            batch_size=args.batch_size,
+            items=items,
+            vllm_gpu_memory_utilization=args.vllm_gpu_memory_utilization,
+            **{name: getattr(args, name) for name in CLUSTER_FIELDS},
+        )
     print_scores(args.warehouse, eval_batch)
     return 0
 

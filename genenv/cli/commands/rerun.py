@@ -27,11 +27,25 @@ def run(args: argparse.Namespace) -> int:
 
     config = validate(plan_fork(Warehouse(args.warehouse), args.run, args.generation, overrides))
     from genenv.cli.commands.environment import invoked_as, prepare_command
+    from genenv.cli.commands.stopping import stop_on_signals
 
     prepare_command(config.data_dir, args.debug)
     from genenv.flows.rerun import rerun_generation
 
-    fork_id = rerun_generation(args.warehouse, args.run, args.generation, args.fork, overrides)
+    with stop_on_signals(stopped_line(args, config.data_dir), args.debug):
+        fork_id = rerun_generation(args.warehouse, args.run, args.generation, args.fork, overrides)
     print(f"\nRe-ran generation {args.generation} of {args.run} as run {fork_id}.")
     print(f'  {invoked_as()} sql --warehouse {args.warehouse} --run {fork_id} "SELECT * FROM generations"')
     return 0
+
+
+def stopped_line(args: argparse.Namespace, data_dir: str) -> str:
+    """What a stopped re-run leaves: its fork, once registered, finishes as any run resumes."""
+    from genenv.cli.commands.environment import invoked_as
+
+    prog = invoked_as()
+    return (
+        f"generation {args.generation} of {args.run} was being re-run; if `{prog} runs --warehouse {args.warehouse}` "
+        f"lists its fork, `{prog} evolve --run-id FORK --set data_dir={data_dir} --set generations={args.generation}` "
+        "finishes it, else run this command again"
+    )
