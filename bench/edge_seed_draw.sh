@@ -10,18 +10,14 @@ cd "$(dirname "$0")/.."
 D=data/l62
 W=$D/warehouse
 G=${GENERATIONS:-4}
-run_of() {
-  $genenv sql --warehouse $W "SELECT run_id FROM runs WHERE run_name = '$1'" 2>/dev/null | grep -o "$1-[0-9]\{8\}-[0-9a-z-]*" | head -1 || true
-}
-parent=$(run_of l62)
+parent=$(run_of $W l62)
 $genenv evolve --config configs/laptop.yaml --set data_dir=$D --set run_name=l62 --set generations=$G ${parent:+--run-id "$parent"}
-parent=$(run_of l62)
-edge=$(run_of l62-edge)
-if [ -z "$edge" ]; then
-  $genenv rerun --warehouse $W --run "${parent:-l62-RUN}" --generation 2 --fork l62-edge --set simulator_seed_draw=edge
-  edge=$(run_of l62-edge)
+parent=$(found "$(run_of $W l62)" l62)
+if [ -z "$(run_of $W l62-edge)" ]; then
+  $genenv rerun --warehouse $W --run "$parent" --generation 2 --fork l62-edge --set simulator_seed_draw=edge
 fi
-$genenv evolve --run-id "${edge:-l62-edge-RUN}" --set data_dir=$D --set generations=$G
+edge=$(found "$(run_of $W l62-edge)" l62-edge)
+$genenv evolve --run-id "$edge" --set data_dir=$D --set generations=$G
 $genenv sql --warehouse $W "SELECT r.run_name, g.generation, json_extract(g.metrics, '\$.d_env') AS d_env,
   json_extract(g.metrics, '\$.d_env_added') AS joined, json_extract(g.metrics, '\$.fresh_success') AS fresh_success
   FROM generations g JOIN runs r USING (run_id) WHERE r.run_name LIKE 'l62%' ORDER BY 1, 2"
