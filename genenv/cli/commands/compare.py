@@ -90,8 +90,7 @@ def run(args: argparse.Namespace) -> int:
     from genenv.cli.commands.stopping import stop_on_signals
     from genenv.flows.compare import compare
 
-    continues = "the comparison continues where it stopped when this command runs again with --from-run naming its "
-    with stop_on_signals(continues + "generation-0 run (`genenv runs` lists it)", args.debug):
+    with stop_on_signals(CONTINUES, args.debug):
         report = compare(
             arms,
             args.config,
@@ -107,6 +106,14 @@ def run(args: argparse.Namespace) -> int:
         )
     print(f"\nReport: {report}")
     return 0
+
+
+CONTINUES = (
+    "the comparison continues where it stopped when this command runs again with --from-run naming its generation-0 "
+    "run (`genenv runs` lists it)"
+)
+"""The line a stopped comparison ends with (flows/compare.py: an arm whose run exists goes on, a scored model is not
+scored again)."""
 
 
 def parse_seeds(text: str | None) -> list[int] | None:

@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     run_id = args.run_id or new_run_id(config.run_name)
     named = evolve.with_options(flow_run_name=run_id)  # the flow run is the genenv run, from its first log line
     with stop_on_signals(stopped_line(args, run_id), args.debug):
-        check_base_model(config.model, config.models_dir)  # a new run's model, before the run is registered
+        check_base_model(config.model, config.models_dir)  # before Prefect starts; the flow checks for a deployment
         prefetch_base_model(config.model, config.models_dir)  # its conversion overlaps Prefect's start
         named(config.to_dict(), run_id=run_id)
     warehouse = config.resolved_warehouse_uri
