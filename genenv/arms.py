@@ -55,6 +55,7 @@ GENERATION_ZERO_NEUTRAL = frozenset(
         "p_hat_confirm_rollouts",
         "p_hat_confirm_margin",
         "pool_tasks_per_generation",
+        "d_train_needs_agreement",
         "agent_call_groups",
         "agent_temperature",
         "agent_top_p",

@@ -186,6 +186,14 @@ class GenEnvConfig:
         within="[2, inf)",
     )
     pool_tasks_per_generation: int = _f(8, "Tasks sampled from the pool D_train and rolled out too.", within="[0, inf)")
+    d_train_needs_agreement: bool = _f(
+        False,
+        "A valid fresh task joins D_train only when at least one of the agent's answers this generation matched its "
+        "label (p̂ > 0); the others stay in `tasks`, valid, and still count as duplicates. Off: the paper's D_train ∪= "
+        "Valid(E_t). On tool_call, 14 of 25 hand-labelled tasks no answer matched taught a wrong answer, against 13 "
+        "of 160 of the rest, and a wrong seed's variations were wrong 3 times in 7 (docs/results.md section 17). "
+        "Needs reward_scope=task.",
+    )
     agent_call_groups: int = _f(
         0,
         "The agent's batch in call groups, whatever the simulator writes: fresh call groups first (a seeded draw where "
@@ -497,6 +505,9 @@ def check_values(config: GenEnvConfig) -> GenEnvConfig:
     rescore_rwr = not config.simulator_pool_rescore or config.simulator_update == "rwr"
     rescore_why = "re-reads D_env's records for RWR: needs simulator_update=rwr"
     require(config, rescore_rwr, "simulator_pool_rescore", rescore_why)
+    agreement_per_task = not config.d_train_needs_agreement or config.reward_scope == "task"
+    agreement_why = "reads each task's own p̂: needs reward_scope=task"
+    require(config, agreement_per_task, "d_train_needs_agreement", agreement_why)
     return config
 
 

@@ -76,12 +76,22 @@ def generation_metrics(ref: GenerationRef, stage_seconds: dict[str, float]) -> d
         "replay_loss": last_loss("agent", replay=True),
         "simulator_loss": last_loss("simulator"),
         **_simulator_update(training.filter(role="simulator").filter(pl.col("phase") != "warm_start"), ref.config),
-        "d_train": len(pool_ids(ref, "train", g)),
+        **_d_train(ref, written),
         "d_env": d_env.height,
         "d_env_added": d_env.filter(generation=g).height,
         **_rescored(warehouse.read("rescores", run_id=ref.run_id, generation=g)),
         "stage_seconds": stage_seconds,
     }
+
+
+def _d_train(ref: GenerationRef, written: list[str]) -> dict[str, Any]:
+    """D_train's size, what joined it this generation, and (d_train_needs_agreement) how many of this generation's
+    valid tasks stayed out because no answer of the agent's matched their label."""
+    members = pool_ids(ref, "train", ref.generation)
+    sizes = {"d_train": len(members), "d_train_added": len(members) - len(pool_ids(ref, "train", ref.generation - 1))}
+    if not ref.config.d_train_needs_agreement:
+        return sizes
+    return sizes | {"d_train_unagreed": len(set(written) - set(members))}
 
 
 def _rescored(rescores: pl.DataFrame) -> dict[str, Any]:
@@ -194,6 +204,7 @@ def summary_line(generation: int, m: dict[str, Any]) -> str:
     rescored = ""
     if m.get("d_env_rescored"):
         rescored = f"; {m['d_env_still_in_band']} of {m['d_env_rescored']} earlier still in band"
+    unagreed = f", {m['d_train_unagreed']} valid kept out: no answer agreed" if "d_train_unagreed" in m else ""
     abstained = ""
     if m.get("abstained_heldout") is not None:
         shares = " ".join(f"{p} {fmt(m.get(f'abstained_{p}'))}" for p in ABSTAINED_PURPOSES)
@@ -206,7 +217,8 @@ def summary_line(generation: int, m: dict[str, Any]) -> str:
         f"probe before update {fmt(m['probe_before'])} "
         f"after {fmt(m['probe_after'])} | loss agent {fmt(m['agent_loss'], False)} "
         f"simulator {fmt(m['simulator_loss'], False)} | simulator {m.get('simulator_records', 0)} records "
-        f"{m.get('simulator_steps', 0)} steps | D_train {m['d_train']} D_env {m['d_env']} "
+        f"{m.get('simulator_steps', 0)} steps | D_train {m['d_train']} (+{m.get('d_train_added', 0)}{unagreed}) "
+        f"D_env {m['d_env']} "
         f"(+{m.get('d_env_added', 0)}{rescored}) | {seconds}"
     )
 

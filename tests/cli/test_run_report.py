@@ -26,6 +26,9 @@ DEMO = [  # a demo run's metrics: the warm start, then two generations
             "trained_at_edge": 0.8095,
             "d_env": 5,
             "d_env_added": 5,
+            "d_train": 240,
+            "d_train_added": 11,
+            "d_train_unagreed": 2,
         },
     ),
     Generation(
@@ -81,6 +84,8 @@ def test_the_dynamics_report_has_a_row_per_generation(tmp_path: Path) -> None:
         "5",
     ]
     assert [cells[2][h] for h in ("trained at the edge", "D_env joined")] == ["-", "-"]
+    # what joined D_train, and the valid tasks kept out of it because no answer of the agent's matched their label
+    assert [cells[1][h] for h in ("D_train", "D_train joined", "kept out of D_train")] == ["240", "11", "2"]
     # which part of the tasks' difficulty the curriculum moved, generation by generation
     assert (
         "| 4.250 |" in rows[1]

@@ -160,6 +160,10 @@ def test_rules_that_tie_fields_together_name_the_field_and_why(tmp_path):
         ({"run_name": " "}, "^run_name: must not be empty"),
         ({"lora_targets": "q_proj,,v_proj"}, "^lora_targets: must name modules"),
         ({"simulator_pool_rescore": True}, "^simulator_pool_rescore: re-reads D_env's records for RWR: needs .*=rwr"),
+        (
+            {"d_train_needs_agreement": True, "reward_scope": "batch", "simulator_update": "rwr"},
+            "^d_train_needs_agreement: reads each task's own p̂: needs reward_scope=task",
+        ),
     ]
     for values, message in cases:
         with pytest.raises(ConfigError, match=message):
@@ -180,9 +184,9 @@ def test_replace_takes_typed_values_without_a_text_round_trip():
 def test_the_config_hash_of_runs_already_stored_is_unchanged():
     """Runs resume and are compared by these hashes: the default config's and configs/laptop.yaml's, as they were
     before the hash flag moved into the fields' metadata. A new field that shapes results changes them on purpose."""
-    assert GenEnvConfig().hash() == "dd9f8fd075558a73"  # + simulator_seed_draw, agent_call_groups, ...
+    assert GenEnvConfig().hash() == "92233c6a5c7bc269"  # + d_train_needs_agreement, simulator_seed_draw, ...
     laptop = load_config(REPO / "configs" / "laptop.yaml")  # precision: auto, stored as the machine resolved it
-    assert laptop.replace(precision="bfloat16").hash() == "e5cc50bbf0e8dd30"
+    assert laptop.replace(precision="bfloat16").hash() == "8389ece4dc85ceec"
 
 
 def test_the_fields_outside_the_hash_are_where_and_under_which_name_results_are_made():

@@ -116,6 +116,9 @@ def test_pools_grow_with_valid_tasks_only(finished_run):
     for g in (1, 2):
         valid = tasks.filter(generation=g, valid=True, origin="simulator")  # built abstention tasks stay out
         assert sorted(train.filter(generation=g)["task_id"]) == sorted(valid["task_id"])
+        metrics = json.loads(warehouse.committed(run_id).filter(generation=g)["metrics"][0])
+        assert metrics["d_train_added"] == valid.height and "d_train_unagreed" not in metrics  # the paper's rule
+        assert f"D_train {metrics['d_train']} (+{valid.height}) D_env" in summary_line(g, metrics)
     assert train["task_id"].n_unique() == train.height
     kept = warehouse.read("batches", run_id=run_id).filter(in_band=True)
     env = pool.filter(pool="env")

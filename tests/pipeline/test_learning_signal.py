@@ -439,3 +439,59 @@ def test_the_edge_seed_draw_weighs_a_quarter_the_seeds_the_agent_has_outgrown(tm
         assert 0.7 * uniform_share < share < 1.3 * uniform_share
     else:
         assert share < 0.45 * uniform_share  # odds a quarter: about 0.27 of the uniform share here
+
+
+@pytest.mark.parametrize("needs_agreement", [False, True])
+def test_a_label_no_answer_matched_stays_out_of_d_train_when_agreement_is_needed(tmp_path, needs_agreement):
+    """Hand-labelled tool_call tasks no answer of the agent's matched were wrong 14 times in 25, the rest 13 in 160,
+    and a wrong task drawn as a seed passes its error on (docs/results.md section 17): with d_train_needs_agreement a
+    valid task whose own p̂ is 0 stays out of D_train (still valid, still a duplicate for later outputs); D_env and
+    the paper's rule without it are unchanged. The commit counts what joined and what stayed out."""
+    from genenv.pipeline.contract import StageOutput
+    from genenv.tasks.commit import _d_train, summary_line
+    from genenv.tasks.generate import _abstention_row
+    from genenv.tasks.grow_pools import grow_pools
+
+    ref = _run(tmp_path, d_train_needs_agreement=needs_agreement)
+    domain = ref.domain
+    seeds = [s for s in domain.load_seeds() if not domain.is_abstention(s)][:3]
+    p_hats = (0.5, 0.0, 0.125)  # the first in the α band
+    g1 = GenerationRef(ref.warehouse_uri, ref.run_id, 1, ModelRuntime())
+    tasks, units = [], []
+    for i, (seed, p_hat) in enumerate(zip(seeds, p_hats, strict=True)):
+        task_id, batch_id = f"r1/g1/b{i}/v0", f"r1/g1/b{i}"
+        written = _abstention_row(g1, seed, seed.task_id)  # a valid task row, made simulator's below
+        tasks.append(written | {"task_id": task_id, "origin": "simulator", "batch_id": batch_id})
+        units.append(
+            {
+                "run_id": "r1",
+                "generation": 1,
+                "batch_id": batch_id,
+                "seed_task_id": seed.task_id,
+                "task_id": task_id,
+                "n_variations": 1,
+                "n_valid": 1,
+                "p_hat": p_hat,
+                "reward_name": "alpha_band",
+                "generator_reward": 1.0 if i == 0 else 0.0,
+                "in_band": i == 0,
+                "rwr_weight": 1.0 if i == 0 else 0.0,
+            }
+        )
+    ref.warehouse.append("tasks", tasks)
+    ref.warehouse.append("batches", units)
+    grow_pools.fn(StageOutput(g1))
+    pool = ref.warehouse.read("pool", run_id="r1", generation=1)
+    joined = pool.filter(pool="train")["task_id"].to_list()
+    expected = ["r1/g1/b0/v0", "r1/g1/b2/v0"] if needs_agreement else [t["task_id"] for t in tasks]
+    assert sorted(joined) == expected
+    assert pool.filter(pool="env")["task_id"].to_list() == ["r1/g1/b0/v0"]
+    assert "r1/g1/b1/v0" in load_tasks(g1)  # still valid: a later copy of it is a duplicate
+    d_train = _d_train(g1, [t["task_id"] for t in tasks])
+    assert d_train["d_train_added"] == d_train["d_train"] == len(expected)  # D_train was empty before
+    assert d_train.get("d_train_unagreed") == (1 if needs_agreement else None)
+    headline = ("valid_rate", "mean_p_hat", "band_share", "fresh_success", "heldout_success", "probe_before")
+    blank = dict.fromkeys((*headline, "probe_after", "agent_loss", "simulator_loss"))
+    line = summary_line(1, blank | d_train | {"d_env": 1, "d_env_added": 1, "stage_seconds": {}})
+    kept_out = ", 1 valid kept out: no answer agreed" if needs_agreement else ""
+    assert f"D_train {d_train['d_train']} (+{len(expected)}{kept_out}) D_env 1 (+1)" in line

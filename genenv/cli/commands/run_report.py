@@ -25,6 +25,8 @@ COLUMNS = (
     ("loss agent", "agent_loss", False),
     ("loss simulator", "simulator_loss", False),
     ("D_train", "d_train", None),
+    ("D_train joined", "d_train_added", None),
+    ("kept out of D_train", "d_train_unagreed", None),
     ("D_env", "d_env", None),
     ("D_env joined", "d_env_added", None),
 )
@@ -101,8 +103,9 @@ def write_report(path: Path, run_id: str, generations: list[Generation]) -> Path
         "simulator's valid tasks (tool_call: calls, arguments, optional ones, distractors, values to infer), by part "
         "where the domain describes them; the probe is the agent's greedy reward on a fixed sample of the generation's "
         "fresh tasks, before and after its update; trained at the edge is the share of the GRPO groups trained on "
-        "whose task the agent solves 20-80% of the time, and D_env joined the records the simulator's pool gained in "
-        "the generation. The same numbers: `genenv show RUN`, and SQL over "
+        "whose task the agent solves 20-80% of the time; D_train joined the tasks the agent's pool gained, kept out of "
+        "D_train the valid ones no answer of the agent matched (d_train_needs_agreement), and D_env joined the "
+        "records the simulator's pool gained in the generation. The same numbers: `genenv show RUN`, and SQL over "
         "the `generations` table (`metrics`).",
         "",
         *rows,
