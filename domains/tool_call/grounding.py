@@ -5,6 +5,8 @@ Reject reasons, in the order they are checked:
 - ungrounded_argument: a value the request does not state: a string not among its words, a number not among its
   numbers (a fragment of a date or time does not count), a date or time it does not name; booleans and a
   parameter's default are always accepted, lists element by element;
+- list_of_one: a list of numbers holding one number, for a function of a list (math.mean): it returns what it was
+  given, which no request asks for ("What's 3.31 as a decimal?" -> math.mean(numbers=[3.31]));
 - roles_swapped: paired arguments (from/to, pickup/dropoff, base/target) take each other's role against the request's
   cue words or order (roles.py);
 - value_reused: one value fills more arguments than the request names it (passport_country="Norway",
@@ -43,6 +45,7 @@ from genenv.domains.tool_call.schema import is_number
 
 REJECT_REASONS = (
     "ungrounded_argument",
+    "list_of_one",
     "roles_swapped",
     "value_reused",
     "value_unused",
@@ -119,6 +122,8 @@ def answer_error(
     arguments = _arguments(calls, functions)
     if not all(_grounded(value, spec, stated) for spec, value in arguments if "enum" not in spec):
         return "ungrounded_argument"
+    if any(_list_of_one(spec, value) for spec, value in arguments):
+        return "list_of_one"
     if roles_swapped(calls, functions, request):
         return "roles_swapped"
     if value_reused(calls, request):
@@ -140,6 +145,12 @@ def answer_error(
     if relevance is not None and relevance.unrelated(calls, functions, request):
         return "function_unrelated"
     return None
+
+
+def _list_of_one(spec: dict[str, Any], value: Any) -> bool:
+    """A one-number value of an array-of-numbers parameter."""
+    numeric = spec.get("type") == "array" and spec.get("items", {}).get("type") in ("float", "integer", "number")
+    return numeric and isinstance(value, list) and len(value) == 1
 
 
 def unit_value_unused(calls: list[Call], functions: list[dict[str, Any]], request: str) -> bool:

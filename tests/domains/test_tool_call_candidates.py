@@ -214,6 +214,7 @@ def test_reject_vocabulary() -> None:
         "benchmark_overlap",
         "heldout_overlap",
         "ungrounded_argument",
+        "list_of_one",
         "roles_swapped",
         "value_reused",
         "value_unused",

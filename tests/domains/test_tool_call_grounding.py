@@ -300,3 +300,19 @@ def test_what_a_request_states() -> None:
     assert times("at 5:30") == {"05:30", "17:30"} and times("noon or 12 am") == {"12:00", "00:00"}
     assert dates("2026-02-30, 2026-13-01 or 28 Feb") == {"2026-02-28"}
     assert words("Boca Juniors's PDFs, I'd say: don't") == ("boca", "junior", "pdf", "i", "say", "dont")
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "expected"),
+    [
+        ("What's 3.31 as a decimal?", "[math.mean(numbers=[3.31])]", "list_of_one"),
+        ("What's 45.6 as a percentage?", "[math.mean(numbers=[45.6])]", "list_of_one"),
+        ("What's the mean of 3.31 and 4.5?", "[math.mean(numbers=[3.31, 4.5])]", None),
+        ("Add rice to the shopping list.", '[shopping_list.add_items(items=["rice"])]', None),
+    ],
+)
+def test_a_function_of_a_list_of_numbers_is_not_given_one_number(question, answer, expected) -> None:
+    """From the wrong labels of run l62 (bench/data/labelled_l62_g1_g2_tasks.jsonl: "What's 33.6 as a decimal?") and
+    its edge fork's generation 2: the mean of one number is that number, so no request asks for it; a list of one
+    string (one item for the shopping list) is an ordinary request."""
+    assert reason(question, answer) == expected
