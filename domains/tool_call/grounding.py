@@ -7,15 +7,20 @@ Reject reasons, in the order they are checked:
   parameter's default are always accepted, lists element by element;
 - list_of_one: a list of numbers holding one number, for a function of a list (math.mean): it returns what it was
   given, which no request asks for ("What's 3.31 as a decimal?" -> math.mean(numbers=[3.31]));
+- placeholder_value: a value the request leaves as a template slot ("Mail ... for [recipient_email]" ->
+  to="recipient_email"): the slot names what is missing, not a value;
 - roles_swapped: paired arguments (from/to, pickup/dropoff, base/target) take each other's role against the request's
   cue words or order (roles.py);
+- roles_contradicted: the request cues a paired argument's value in the other role too ("from the office to the
+  train station, pick them up at the train station"), and no call takes it there (roles.py);
 - value_reused: one value fills more arguments than the request names it (passport_country="Norway",
   destination_country="Norway" for "a passport from Japan, visit Norway"; roles.py);
 - value_unused: a number the request states with a unit ("for 10 days", "300ml") that a called function has a
   parameter for (days, ml) is not that parameter's value (left at its default, or another number);
 - unit_mismatch: a number the request states only with a unit ("for 2 people") fills a parameter whose name and
   description speak of another (radius_km=2);
-- function_mismatch: the request speaks of another offered function and not of the called one (intent.py);
+- function_mismatch: the request speaks of another offered function by a word of its own and of the called one by
+  none of the called one's own ("the local time" answered with sun times, the clock offered; intent.py);
 - enum_not_named: an enum value the request names neither as itself nor by another name ("mi": "miles",
   names.py), unless it is the parameter's default;
 - enum_named_unused: an enum value the request names ("the ozone level") that an enum parameter of a called function
@@ -40,13 +45,15 @@ from genenv.domains.tool_call.catalog import CATALOG
 from genenv.domains.tool_call.mentions import contains, dates, numbers, times, words
 from genenv.domains.tool_call.names import names_of
 from genenv.domains.tool_call.relevance import Relevance
-from genenv.domains.tool_call.roles import roles_swapped, value_reused
+from genenv.domains.tool_call.roles import roles_contradicted, roles_swapped, value_reused
 from genenv.domains.tool_call.schema import is_number
 
 REJECT_REASONS = (
     "ungrounded_argument",
     "list_of_one",
+    "placeholder_value",
     "roles_swapped",
+    "roles_contradicted",
     "value_reused",
     "value_unused",
     "unit_mismatch",
@@ -124,8 +131,12 @@ def answer_error(
         return "ungrounded_argument"
     if any(_list_of_one(spec, value) for spec, value in arguments):
         return "list_of_one"
+    if placeholder_value(calls, request):
+        return "placeholder_value"
     if roles_swapped(calls, functions, request):
         return "roles_swapped"
+    if roles_contradicted(calls, functions, request):
+        return "roles_contradicted"
     if value_reused(calls, request):
         return "value_reused"
     if unit_value_unused(calls, functions, request):
@@ -151,6 +162,22 @@ def _list_of_one(spec: dict[str, Any], value: Any) -> bool:
     """A one-number value of an array-of-numbers parameter."""
     numeric = spec.get("type") == "array" and spec.get("items", {}).get("type") in ("float", "integer", "number")
     return numeric and isinstance(value, list) and len(value) == 1
+
+
+_SLOT = re.compile(r"[\[{<]\s*([^\]}>]+?)\s*[\]}>]")
+"""A template slot left in a request: "[recipient_email]", "{name}", "<date>"."""
+
+
+def placeholder_value(calls: list[Call], request: str) -> bool:
+    """A call's string value (or list item) is one of the request's unfilled template slots."""
+    slots = {found for slot in _SLOT.findall(request) if (found := words(slot))}
+    return any(
+        words(item) in slots
+        for call in calls
+        for value in call.arguments.values()
+        for item in (value if isinstance(value, list) else [value])
+        if isinstance(item, str)
+    )
 
 
 def unit_value_unused(calls: list[Call], functions: list[dict[str, Any]], request: str) -> bool:

@@ -36,13 +36,24 @@ STOPWORDS = frozenset(map(stem, _STOPWORDS_TEXT.split())) | frozenset(NUMBER_WOR
 
 
 def mismatch(calls: list[Call], functions: list[dict[str, Any]], request: str) -> bool:
-    """True when the request speaks for an offered function that is not called and not for a called one; for the
-    answer `[]` (no function fits), when it speaks for any offered function."""
+    """True when the request speaks for an offered function that is not called, and for a called one not at all, or
+    only by keywords the other shares while it names a word of the other's own name or description: "What time is
+    the local time in Tallinn?" answered by weather.get_sun_times with clock.time_in offered (both speak for "time",
+    only the clock's description for "local"). For the answer `[]` (no function fits), when it speaks for any
+    offered function."""
     heard = said(request)
-    fits = {f["name"]: bool(keywords(f) & heard) for f in functions}
+    keys = {f["name"]: keywords(f) for f in functions}
     called = {call.name for call in calls}
-    others_fit = any(fit for name, fit in fits.items() if name not in called)
-    return others_fit and (not called or not all(fits[name] for name in called))
+    others = [f for f in functions if f["name"] not in called]
+    if not any(keys[other["name"]] & heard for other in others):
+        return False
+    if not called or not all(keys[name] & heard for name in called):
+        return True
+    return any(
+        heard & (_named(other) - keys[name]) and not heard & (keys[name] - keys[other["name"]])
+        for name in called
+        for other in others
+    )
 
 
 ACTION_VERBS = frozenset(
@@ -92,6 +103,11 @@ def _acts(function: dict[str, Any]) -> bool:
 def said(request: str) -> set[str]:
     """The keyword keys of the request's words (stop words and numbers left out)."""
     return _keys(words(request))
+
+
+def _named(function: dict[str, Any]) -> frozenset[str]:
+    """The keywords of `function` its own name and description give (not the requests sampled for it)."""
+    return keywords(function) & _keys(_described(function))
 
 
 def speaks_only_for(request: str, called: list[dict[str, Any]], offered: list[dict[str, Any]]) -> bool:

@@ -3,9 +3,9 @@ stated; a simulator that swaps two stated values ("a ride from the office to the
 puts one stated value in two roles ("a passport from Japan, visit Norway" -> passport_country="Norway",
 destination_country="Norway"), passes it and teaches the wrong call.
 
-A request gives a value its role by a cue word right before it ("from X", "to X", "into X", "how many X", a number
-before a unit: "1.5 meters" is the amount's unit, so the source), or, where neither value has a cue, by their order
-(the source is named first).
+A request gives a value its role by a cue word right before it ("from X", "to X", "into X", "how many X", "pick me up
+at X", a number before a unit: "1.5 meters" is the amount's unit, so the source), or, where neither value has a cue,
+by their order (the source is named first).
 """
 
 from __future__ import annotations
@@ -42,6 +42,27 @@ def roles_swapped(calls: list[Call], functions: list[dict[str, Any]], request: s
         for call in calls
         for source, target in role_pairs(by_name.get(call.name, {}))
         if source in call.arguments and target in call.arguments
+    )
+
+
+def roles_contradicted(calls: list[Call], functions: list[dict[str, Any]], request: str) -> bool:
+    """True when the request cues a call's source value as a target somewhere, or its target value as a source, and no
+    call takes it in that role: "from the office to the train station, pick them up at the train station" gives the
+    train station both roles, so no call is right. A value that fills both roles of a call is left alone."""
+    said = words(request)
+    by_name = {f["name"]: f["parameters"]["properties"] for f in functions}
+    filled = [
+        (call.arguments[source], call.arguments[target])
+        for call in calls
+        for source, target in role_pairs(by_name.get(call.name, {}))
+        if isinstance(call.arguments.get(source), str) and isinstance(call.arguments.get(target), str)
+    ]
+    taken = {(value, role) for pair in filled for value, role in zip(pair, (SOURCE, TARGET), strict=True)}
+    return any(
+        (value, other) not in taken and any(_cue(said, at) == other for at in _positions(said, value))
+        for source, target in filled
+        if source != target
+        for value, other in ((source, TARGET), (target, SOURCE))
     )
 
 
@@ -125,6 +146,8 @@ def _cue(said: tuple[str, ...], at: int) -> str | None:
     if before < 0:
         return None
     word = said[before]
+    if word == "at" and before > 0 and said[before - 1] == "up":
+        return SOURCE  # "pick me up at the station"
     if word.replace(".", "", 1).isdigit() or word in NUMBER_WORDS:
         return SOURCE  # "1.5 meters", "100 USD": the unit or currency of the amount given
     return next((role for role, cues in CUES.items() if word in cues), None)

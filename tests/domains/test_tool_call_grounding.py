@@ -316,3 +316,78 @@ def test_a_function_of_a_list_of_numbers_is_not_given_one_number(question, answe
     its edge fork's generation 2: the mean of one number is that number, so no request asks for it; a list of one
     string (one item for the shopping list) is an ordinary request."""
     assert reason(question, answer) == expected
+
+
+SUN_AND_CLOCK = ["weather.get_sun_times", "clock.time_in"]
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "expected"),
+    [
+        (
+            "What time is the local time in Tallinn 22 March 2026?",
+            '[weather.get_sun_times(city="Tallinn", date="2026-03-22")]',
+            "function_mismatch",
+        ),
+        (
+            "When is sunrise in Tallinn on 22 March 2026, local time?",
+            '[weather.get_sun_times(city="Tallinn", date="2026-03-22")]',
+            None,
+        ),
+        ("What's the local time in Tallinn?", '[clock.time_in(city="Tallinn")]', None),
+    ],
+)
+def test_a_called_function_heard_only_by_words_another_offered_one_shares_is_the_wrong_one(
+    question, answer, expected
+) -> None:
+    """From run l62's censuses (3 wrong labels): "time" speaks for the clock and the sun times alike, "local" only for
+    the clock, and nothing in the request for the sun times alone."""
+    assert reason(question, answer, SUN_AND_CLOCK) == expected
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "expected"),
+    [
+        (
+            "Mail sendoff for [recipient_email] with subject Invoice for March.",
+            '[mail.compose(to="recipient_email", subject="Invoice for March")]',
+            "placeholder_value",
+        ),
+        (
+            "Email ann@example.com with the subject '[Draft] Invoice for March'.",
+            '[mail.compose(to="ann@example.com", subject="[Draft] Invoice for March")]',
+            None,
+        ),
+    ],
+)
+def test_a_template_slot_is_not_a_value(question, answer, expected) -> None:
+    """From run l62's first census: the slot names what the request leaves out; a subject that holds brackets among
+    its words is still stated."""
+    assert reason(question, answer) == expected
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "expected"),
+    [
+        (
+            "Book a ride for 3 people from the office to the train station, pick them up at the train station.",
+            '[rides.request_ride(pickup="the office", dropoff="the train station", seats=3)]',
+            "roles_contradicted",
+        ),
+        (
+            "I want to take a lift to the airport, pick me up at the stadium.",
+            '[rides.request_ride(pickup="the stadium", dropoff="the airport")]',
+            None,
+        ),
+        (
+            "Book a ride for 5 people from the train station to the train station.",
+            '[rides.request_ride(pickup="the train station", dropoff="the train station", seats=5)]',
+            None,
+        ),
+    ],
+)
+def test_a_value_the_request_gives_both_roles_makes_no_call_right(question, answer, expected) -> None:
+    """From the ride the simulator wrote word for word in four samples (l56b, l60q, l62): "from the office to the
+    train station, pick them up at the train station" names no one pickup. A request that gives each value one role,
+    or one value both roles of one call, is left to the other checks."""
+    assert reason(question, answer) == expected
