@@ -26,7 +26,12 @@ labelled by hand before any rule changed; `bench/data/labelled_l62_g3_g4_tasks.j
 (104 tasks, `--generations 3-4`). Each run also prints the share
 of the shipped seeds and of a catalog draw (10 requests a function, seeded) that the check rejects: right answers by
 construction, so every rejection there is a false one.
-Usage: `python bench/answer_check.py [--sample FILE ...]` (each sample in turn, then the false rejects once).
+
+With `--warehouse`, each sample is split by the pools its tasks joined in that run, as its `pool` table recorded them:
+D_train (with `d_train_needs_agreement`, only tasks an answer of the agent matched) and D_env (the α band), and the
+right share of what joined D_train and still passes today's check.
+Usage: `python bench/answer_check.py [--sample FILE ...] [--warehouse DIR]` (each sample in turn, then the false
+rejects once).
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from genenv.domains.base import Candidate, TaskInstance, ValidationContext, get_
 from genenv.domains.tool_call.calls import Call, format_calls
 from genenv.domains.tool_call.catalog import CATALOG
 from genenv.domains.tool_call.domain import family_of
+from genenv.warehouse.store import Warehouse
 
 SAMPLE = Path(__file__).parent / "data" / "labelled_simulator_tasks.jsonl"
 
@@ -50,15 +56,45 @@ def main() -> None:
     parser.add_argument(
         "--sample", type=Path, nargs="+", default=[SAMPLE], help="labelled tasks, one JSON object a line"
     )
+    parser.add_argument("--warehouse", help="the sampled run's warehouse: split each sample by the pools it joined")
+    args = parser.parse_args()
     domain = get_domain("tool_call")
-    for sample in parser.parse_args().sample:
+    members = pool_members(Warehouse(args.warehouse)) if args.warehouse else None
+    for sample in args.sample:
         print(f"== {sample.name}")
-        checked(domain, [json.loads(line) for line in sample.read_text(encoding="utf-8").splitlines()])
+        rows = [json.loads(line) for line in sample.read_text(encoding="utf-8").splitlines()]
+        kept = checked(domain, rows)
+        if members is not None:
+            by_pool(rows, kept, members)
     false_rejects(domain)
 
 
-def checked(domain, rows: list[dict]) -> None:
-    """The sample's right share before and after the check, and each rejection's reason by its label."""
+def pool_members(warehouse: Warehouse) -> dict[str, set[str]]:
+    """pool name ("train", "env") -> the task ids that joined it, in any run of the warehouse."""
+    pool = warehouse.read("pool")
+    return {name: set(pool.filter(pool=name)["task_id"]) for name in ("train", "env")}
+
+
+def by_pool(rows: list[dict], kept: list[dict], members: dict[str, set[str]]) -> None:
+    """The right share of the sample's tasks that joined each pool, that stayed out of D_train, and that joined
+    D_train and pass today's check."""
+    kept_ids = {row.get("task_id") for row in kept}
+    groups = {
+        "joined D_train": [r for r in rows if r.get("task_id") in members["train"]],
+        "kept out of D_train": [r for r in rows if r.get("task_id") not in members["train"]],
+        "joined D_env": [r for r in rows if r.get("task_id") in members["env"]],
+        "joined D_train, passes the check": [
+            r for r in rows if r.get("task_id") in members["train"] and r.get("task_id") in kept_ids
+        ],
+    }
+    for name, group in groups.items():
+        right = sum(r["correct"] for r in group)
+        print(f"  {name}: {len(group)}, correct {right} ({right / max(len(group), 1):.1%})")
+
+
+def checked(domain, rows: list[dict]) -> list[dict]:
+    """The sample's right share before and after the check, and each rejection's reason by its label; the rows the
+    check keeps."""
     kept, reasons = [], Counter()
     for i, row in enumerate(rows):
         task = TaskInstance(
@@ -82,6 +118,7 @@ def checked(domain, rows: list[dict]) -> None:
     )
     for (reason, label), count in sorted(reasons.items()):
         print(f"  rejected {reason:<22} {label:<8} {count}")
+    return kept
 
 
 def false_rejects(domain) -> None:

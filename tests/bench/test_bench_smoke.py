@@ -35,7 +35,10 @@ RAY = {"scale_out.py"}
 
 MODEL = ["--smoke", "--model", "{model}"]
 SCRIPTS: dict[str, tuple[list[str], str]] = {
-    "answer_check.py": ([], r"^after the answer check: \d+ kept"),
+    "answer_check.py": (
+        ["--warehouse", "{synthetic}"],
+        r"^after the answer check: \d+ kept(.|\n)*^  kept out of D_train: \d+, correct \d+",
+    ),
     "attention_kernels.py": (["--smoke"], r"^\s+2\s+1\s+8\s+[\d.]+\s+[\d.]+\s+[\d.]+x"),
     "contention.py": (MODEL, r"^adaptive\s+alone [\d.]+ s \(1\.00x\) \| nice0 [\d.]+ s \([\d.]+x\)$"),
     "continuous_batching.py": (MODEL, r"rows joining alone [\d.]+x; identical greedy answers to whole batches \d/2"),
