@@ -18,7 +18,7 @@ from genenv.curriculum.pools import still_missing
 from genenv.domains.base import AbstainingDomain, DescribedDifficulty, Domain, TaskInstance
 from genenv.evaluation.bootstrap import bootstrap_mean
 from genenv.pipeline.artifacts import artifact_key, curriculum_trend, loss_curves, p_hat_histogram, summary_rows
-from genenv.pipeline.context import GenerationRef, load_tasks, pool_ids
+from genenv.pipeline.context import GenerationRef, load_tasks, pool_ids, task_generation
 from genenv.pipeline.contract import Adapters, StageOutput, generation_stage
 from genenv.tasks.agent_groups import recorded_batch
 from genenv.warehouse.purposes import Purpose
@@ -76,7 +76,7 @@ def generation_metrics(ref: GenerationRef, stage_seconds: dict[str, float]) -> d
         "replay_loss": last_loss("agent", replay=True),
         "simulator_loss": last_loss("simulator"),
         **_simulator_update(training.filter(role="simulator").filter(pl.col("phase") != "warm_start"), ref.config),
-        **_d_train(ref, written),
+        **_d_train(ref),
         "d_env": d_env.height,
         "d_env_added": d_env.filter(generation=g).height,
         **_rescored(warehouse.read("rescores", run_id=ref.run_id, generation=g)),
@@ -84,14 +84,17 @@ def generation_metrics(ref: GenerationRef, stage_seconds: dict[str, float]) -> d
     }
 
 
-def _d_train(ref: GenerationRef, written: list[str]) -> dict[str, Any]:
-    """D_train's size, what joined it this generation, and (d_train_needs_agreement) how many of this generation's
-    valid tasks stayed out because no answer of the agent's matched their label."""
+def _d_train(ref: GenerationRef) -> dict[str, Any]:
+    """D_train's size, what joined it this generation, and (d_train_needs_agreement) how many of the valid tasks the
+    generation offered it (its own, or static_tasks' generation 1) stayed out because no answer of the agent's
+    matched their label."""
     members = pool_ids(ref, "train", ref.generation)
     sizes = {"d_train": len(members), "d_train_added": len(members) - len(pool_ids(ref, "train", ref.generation - 1))}
     if not ref.config.d_train_needs_agreement:
         return sizes
-    return sizes | {"d_train_unagreed": len(set(written) - set(members))}
+    offered = ref.warehouse.read("tasks", run_id=ref.run_id, generation=task_generation(ref))
+    valid = offered.filter(origin="simulator", valid=True)["task_id"]
+    return sizes | {"d_train_unagreed": len(set(valid) - set(members))}
 
 
 def _rescored(rescores: pl.DataFrame) -> dict[str, Any]:

@@ -5,8 +5,8 @@ Reject reasons, in the order they are checked:
 - ungrounded_argument: a value the request does not state: a string not among its words, a number not among its
   numbers (a fragment of a date or time does not count), a date or time it does not name; booleans and a
   parameter's default are always accepted, lists element by element;
-- list_of_one: a list of numbers holding one number, for a function of a list (math.mean): it returns what it was
-  given, which no request asks for ("What's 3.31 as a decimal?" -> math.mean(numbers=[3.31]));
+- list_of_one: a list of measures (float items) holding one number, for a function of a list (math.mean): it
+  returns what it was given, which no request asks for ("What's 3.31 as a decimal?" -> math.mean(numbers=[3.31]));
 - placeholder_value: a value the request leaves as a template slot ("Mail ... for [recipient_email]" ->
   to="recipient_email"): the slot names what is missing, not a value;
 - roles_swapped: paired arguments (from/to, pickup/dropoff, base/target) take each other's role against the request's
@@ -19,8 +19,9 @@ Reject reasons, in the order they are checked:
   parameter for (days, ml) is not that parameter's value (left at its default, or another number);
 - unit_mismatch: a number the request states only with a unit ("for 2 people") fills a parameter whose name and
   description speak of another (radius_km=2);
-- function_mismatch: the request speaks of another offered function by a word of its own and of the called one by
-  none of the called one's own ("the local time" answered with sun times, the clock offered; intent.py);
+- function_mismatch: the request speaks of another offered function and not of the called one, or of the called one
+  only by words the other shares while it names a word of the other's own description ("the local time" answered
+  with sun times, the clock offered; intent.py);
 - enum_not_named: an enum value the request names neither as itself nor by another name ("mi": "miles",
   names.py), unless it is the parameter's default;
 - enum_named_unused: an enum value the request names ("the ozone level") that an enum parameter of a called function
@@ -159,18 +160,20 @@ def answer_error(
 
 
 def _list_of_one(spec: dict[str, Any], value: Any) -> bool:
-    """A one-number value of an array-of-numbers parameter."""
-    numeric = spec.get("type") == "array" and spec.get("items", {}).get("type") in ("float", "integer", "number")
+    """A one-number value of an array-of-measures parameter (items of type float or number: math.mean's numbers); a
+    list of integers may be ids, where one is an ordinary request."""
+    numeric = spec.get("type") == "array" and spec.get("items", {}).get("type") in ("float", "number")
     return numeric and isinstance(value, list) and len(value) == 1
 
 
-_SLOT = re.compile(r"[\[{<]\s*([^\]}>]+?)\s*[\]}>]")
-"""A template slot left in a request: "[recipient_email]", "{name}", "<date>"."""
+_SLOT = re.compile(r"\{\s*(\w+)\s*\}|[\[<]\s*([A-Za-z]\w*_\w+|[A-Z][A-Z_]*[A-Z])\s*[\]>]")
+"""A template slot left in a request: any "{name}", or a snake_case or capitalised name in square or angle brackets
+("[recipient_email]", "<NAME>"); "[Groceries]" and "<ann@example.com>" are values."""
 
 
 def placeholder_value(calls: list[Call], request: str) -> bool:
     """A call's string value (or list item) is one of the request's unfilled template slots."""
-    slots = {found for slot in _SLOT.findall(request) if (found := words(slot))}
+    slots = {found for slot in _SLOT.findall(request) if (found := words("".join(slot)))}
     return any(
         words(item) in slots
         for call in calls

@@ -57,11 +57,11 @@ def roles_contradicted(calls: list[Call], functions: list[dict[str, Any]], reque
         for source, target in role_pairs(by_name.get(call.name, {}))
         if isinstance(call.arguments.get(source), str) and isinstance(call.arguments.get(target), str)
     ]
-    taken = {(value, role) for pair in filled for value, role in zip(pair, (SOURCE, TARGET), strict=True)}
+    taken = {(words(value), role) for pair in filled for value, role in zip(pair, (SOURCE, TARGET), strict=True)}
     return any(
-        (value, other) not in taken and any(_cue(said, at) == other for at in _positions(said, value))
+        (words(value), other) not in taken and any(_cue(said, at) == other for at in _positions(said, value))
         for source, target in filled
-        if source != target
+        if words(source) != words(target)
         for value, other in ((source, TARGET), (target, SOURCE))
     )
 

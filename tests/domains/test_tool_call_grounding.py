@@ -358,11 +358,16 @@ def test_a_called_function_heard_only_by_words_another_offered_one_shares_is_the
             '[mail.compose(to="ann@example.com", subject="[Draft] Invoice for March")]',
             None,
         ),
+        (
+            "Email Ann <ann@example.com> with the subject Invoice for March.",
+            '[mail.compose(to="ann@example.com", subject="Invoice for March")]',
+            None,
+        ),
     ],
 )
 def test_a_template_slot_is_not_a_value(question, answer, expected) -> None:
     """From run l62's first census: the slot names what the request leaves out; a subject that holds brackets among
-    its words is still stated."""
+    its words, or an address in angle brackets, is still stated."""
     assert reason(question, answer) == expected
 
 
@@ -382,6 +387,11 @@ def test_a_template_slot_is_not_a_value(question, answer, expected) -> None:
         (
             "Book a ride for 5 people from the train station to the train station.",
             '[rides.request_ride(pickup="the train station", dropoff="the train station", seats=5)]',
+            None,
+        ),
+        (
+            "Book a ride for 5 people from The train station to the train station.",
+            '[rides.request_ride(pickup="The train station", dropoff="the train station", seats=5)]',
             None,
         ),
     ],
