@@ -487,7 +487,7 @@ def test_a_label_no_answer_matched_stays_out_of_d_train_when_agreement_is_needed
     assert sorted(joined) == expected
     assert pool.filter(pool="env")["task_id"].to_list() == ["r1/g1/b0/v0"]
     assert "r1/g1/b1/v0" in load_tasks(g1)  # still valid: a later copy of it is a duplicate
-    d_train = _d_train(g1, [t["task_id"] for t in tasks])
+    d_train = _d_train(g1)
     assert d_train["d_train_added"] == d_train["d_train"] == len(expected)  # D_train was empty before
     assert d_train.get("d_train_unagreed") == (1 if needs_agreement else None)
     headline = ("valid_rate", "mean_p_hat", "band_share", "fresh_success", "heldout_success", "probe_before")
