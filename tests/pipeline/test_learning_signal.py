@@ -441,31 +441,23 @@ def test_the_edge_seed_draw_weighs_a_quarter_the_seeds_the_agent_has_outgrown(tm
         assert share < 0.45 * uniform_share  # odds a quarter: about 0.27 of the uniform share here
 
 
-@pytest.mark.parametrize("needs_agreement", [False, True])
-def test_a_label_no_answer_matched_stays_out_of_d_train_when_agreement_is_needed(tmp_path, needs_agreement):
-    """Hand-labelled tool_call tasks no answer of the agent's matched were wrong 14 times in 25, the rest 13 in 160,
-    and a wrong task drawn as a seed passes its error on (docs/results.md section 17): with d_train_needs_agreement a
-    valid task whose own p̂ is 0 stays out of D_train (still valid, still a duplicate for later outputs); D_env and
-    the paper's rule without it are unchanged. The commit counts what joined and what stayed out."""
-    from genenv.pipeline.contract import StageOutput
-    from genenv.tasks.commit import _d_train, summary_line
+def _three_answered_tasks(ref: GenerationRef, written_in: int, answered_in: int) -> tuple[GenerationRef, list[dict]]:
+    """Three valid simulator tasks written in generation `written_in`, answered in `answered_in` with p̂ 0.5 (in the
+    α band), 0 and 0.125 (their `batches` rows); the answering generation's ref and the task rows."""
     from genenv.tasks.generate import _abstention_row
-    from genenv.tasks.grow_pools import grow_pools
 
-    ref = _run(tmp_path, d_train_needs_agreement=needs_agreement)
     domain = ref.domain
     seeds = [s for s in domain.load_seeds() if not domain.is_abstention(s)][:3]
-    p_hats = (0.5, 0.0, 0.125)  # the first in the α band
-    g1 = GenerationRef(ref.warehouse_uri, ref.run_id, 1, ModelRuntime())
+    writer = GenerationRef(ref.warehouse_uri, ref.run_id, written_in, ModelRuntime())
     tasks, units = [], []
-    for i, (seed, p_hat) in enumerate(zip(seeds, p_hats, strict=True)):
-        task_id, batch_id = f"r1/g1/b{i}/v0", f"r1/g1/b{i}"
-        written = _abstention_row(g1, seed, seed.task_id)  # a valid task row, made simulator's below
+    for i, (seed, p_hat) in enumerate(zip(seeds, (0.5, 0.0, 0.125), strict=True)):
+        task_id, batch_id = f"r1/g{written_in}/b{i}/v0", f"r1/g{written_in}/b{i}"
+        written = _abstention_row(writer, seed, seed.task_id)  # a valid task row, made simulator's below
         tasks.append(written | {"task_id": task_id, "origin": "simulator", "batch_id": batch_id})
         units.append(
             {
                 "run_id": "r1",
-                "generation": 1,
+                "generation": answered_in,
                 "batch_id": batch_id,
                 "seed_task_id": seed.task_id,
                 "task_id": task_id,
@@ -480,6 +472,21 @@ def test_a_label_no_answer_matched_stays_out_of_d_train_when_agreement_is_needed
         )
     ref.warehouse.append("tasks", tasks)
     ref.warehouse.append("batches", units)
+    return GenerationRef(ref.warehouse_uri, ref.run_id, answered_in, ModelRuntime()), tasks
+
+
+@pytest.mark.parametrize("needs_agreement", [False, True])
+def test_a_label_no_answer_matched_stays_out_of_d_train_when_agreement_is_needed(tmp_path, needs_agreement):
+    """Hand-labelled tool_call tasks no answer of the agent's matched were wrong 14 times in 25, the rest 13 in 160,
+    and a wrong task drawn as a seed passes its error on (docs/results.md section 17): with d_train_needs_agreement a
+    valid task whose own p̂ is 0 stays out of D_train (still valid, still a duplicate for later outputs); D_env and
+    the paper's rule without it are unchanged. The commit counts what joined and what stayed out."""
+    from genenv.pipeline.contract import StageOutput
+    from genenv.tasks.commit import _d_train, summary_line
+    from genenv.tasks.grow_pools import grow_pools
+
+    ref = _run(tmp_path, d_train_needs_agreement=needs_agreement)
+    g1, tasks = _three_answered_tasks(ref, written_in=1, answered_in=1)
     grow_pools.fn(StageOutput(g1))
     pool = ref.warehouse.read("pool", run_id="r1", generation=1)
     joined = pool.filter(pool="train")["task_id"].to_list()
@@ -495,3 +502,16 @@ def test_a_label_no_answer_matched_stays_out_of_d_train_when_agreement_is_needed
     line = summary_line(1, blank | d_train | {"d_env": 1, "d_env_added": 1, "stage_seconds": {}})
     kept_out = ", 1 valid kept out: no answer agreed" if needs_agreement else ""
     assert f"D_train {d_train['d_train']} (+{len(expected)}{kept_out}) D_env 1 (+1)" in line
+
+
+def test_with_static_tasks_what_stayed_out_of_d_train_is_counted_from_generation_one(tmp_path):
+    """static_tasks answers generation 1's tasks again in every later generation: the tasks D_train was offered, and
+    so the ones kept out, are generation 1's, not the generation's own (it writes none)."""
+    from genenv.pipeline.contract import StageOutput
+    from genenv.tasks.commit import _d_train
+    from genenv.tasks.grow_pools import grow_pools
+
+    ref = _run(tmp_path, d_train_needs_agreement=True, static_tasks=True)
+    g2, _ = _three_answered_tasks(ref, written_in=1, answered_in=2)
+    grow_pools.fn(StageOutput(g2))
+    assert _d_train(g2) == {"d_train": 2, "d_train_added": 2, "d_train_unagreed": 1}
