@@ -7,6 +7,8 @@ Reject reasons, in the order they are checked:
   parameter's default are always accepted, lists element by element;
 - list_of_one: a list of measures (float items) holding one number, for a function of a list (math.mean): it
   returns what it was given, which no request asks for ("What's 3.31 as a decimal?" -> math.mean(numbers=[3.31]));
+- format_as_file_name: a file's name (a parameter described as the name of a file) given a file format instead
+  ("Compress photo.png as zip" -> archive="zip"; "with arima-zip", "as jpg");
 - placeholder_value: a value the request leaves as a template slot ("Mail ... for [recipient_email]" ->
   to="recipient_email"): the slot names what is missing, not a value;
 - roles_swapped: paired arguments (from/to, pickup/dropoff, base/target) take each other's role against the request's
@@ -52,6 +54,7 @@ from genenv.domains.tool_call.schema import is_number
 REJECT_REASONS = (
     "ungrounded_argument",
     "list_of_one",
+    "format_as_file_name",
     "placeholder_value",
     "roles_swapped",
     "roles_contradicted",
@@ -132,6 +135,8 @@ def answer_error(
         return "ungrounded_argument"
     if any(_list_of_one(spec, value) for spec, value in arguments):
         return "list_of_one"
+    if any(_format_as_file_name(spec, value) for spec, value in arguments):
+        return "format_as_file_name"
     if placeholder_value(calls, request):
         return "placeholder_value"
     if roles_swapped(calls, functions, request):
@@ -164,6 +169,23 @@ def _list_of_one(spec: dict[str, Any], value: Any) -> bool:
     list of integers may be ids, where one is an ordinary request."""
     numeric = spec.get("type") == "array" and spec.get("items", {}).get("type") in ("float", "number")
     return numeric and isinstance(value, list) and len(value) == 1
+
+
+FILE_FORMATS = frozenset(
+    {"zip", "tar", "gz", "tgz", "rar", "7z", "bz2", "xz", "jpg", "jpeg", "png", "gif", "pdf", "csv", "txt", "doc",
+     "docx", "xlsx", "pptx", "mp3", "mp4"}
+)  # fmt: skip
+"""Formats a request names where it means a kind of file ("as zip"), not a file's name."""
+_FILE_NAME = re.compile(r"\bname of (the|a|an)\b.*\bfile\b", re.IGNORECASE)
+"""How a parameter that takes a file's name describes itself ("Name of the zip file.")."""
+
+
+def _format_as_file_name(spec: dict[str, Any], value: Any) -> bool:
+    """A file-name parameter's value without an extension whose last word is a format: "zip", "arima-zip"."""
+    if not (isinstance(value, str) and _FILE_NAME.search(spec.get("description", "")) and "." not in value):
+        return False
+    named = words(value)
+    return bool(named) and named[-1] in FILE_FORMATS
 
 
 _SLOT = re.compile(r"\{\s*(\w+)\s*\}|[\[<]\s*([A-Za-z]\w*_\w+|[A-Z][A-Z_]*[A-Z])\s*[\]>]")

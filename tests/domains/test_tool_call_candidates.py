@@ -215,6 +215,7 @@ def test_reject_vocabulary() -> None:
         "heldout_overlap",
         "ungrounded_argument",
         "list_of_one",
+        "format_as_file_name",
         "placeholder_value",
         "roles_swapped",
         "roles_contradicted",

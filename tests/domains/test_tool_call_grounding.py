@@ -401,3 +401,22 @@ def test_a_value_the_request_gives_both_roles_makes_no_call_right(question, answ
     train station, pick them up at the train station" names no one pickup. A request that gives each value one role,
     or one value both roles of one call, is left to the other checks."""
     assert reason(question, answer) == expected
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "expected"),
+    [
+        ("Compress photo.png as zip.", '[files.compress(paths=["photo.png"], archive="zip")]', "format_as_file_name"),
+        (
+            "Compress photo.png with arima-zip.",
+            '[files.compress(paths=["photo.png"], archive="arima-zip")]',
+            "format_as_file_name",
+        ),
+        ("Compress photo.png as zip.zip.", '[files.compress(paths=["photo.png"], archive="zip.zip")]', None),
+        ("Compress photo.png as backup.", '[files.compress(paths=["photo.png"], archive="backup")]', None),
+    ],
+)
+def test_a_file_format_is_not_a_file_name(question, answer, expected) -> None:
+    """From run l64's censuses (4 of their 21 wrong labels; l60q and l62 hold one each): "as zip" says what kind of
+    file, not its name. A name with an extension, or a plain name, is the request's own."""
+    assert reason(question, answer) == expected
