@@ -19,6 +19,7 @@ import torch
 
 from genenv.atomic import atomic_path
 from genenv.config import ConfigError
+from genenv.models.cpu.threads import fit_threads_to_machine
 from genenv.models.loading import _download, make_readable
 
 SENTENCE_MODEL = "embedded:all-minilm-l6-v2"
@@ -79,6 +80,7 @@ class SentenceEncoder:
 
         self.tokenizer = AutoTokenizer.from_pretrained(folder)
         self.model = AutoModel.from_pretrained(folder).eval()
+        fit_threads_to_machine(self.model.get_input_embeddings())  # the label checks run beside the loop's models
         self._lock = threading.Lock()
 
     @torch.inference_mode()

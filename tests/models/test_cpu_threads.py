@@ -99,3 +99,21 @@ def test_each_test_worker_computes_on_its_share_of_the_cores() -> None:
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     share = max(1, (os.cpu_count() or 1) // workers)
     assert os.environ["OMP_NUM_THREADS"] == str(share) and torch.get_num_threads() == share
+
+
+@PSI
+def test_the_label_checks_sentence_encoder_asks_the_governor_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The encoder runs in the loop's process beside the policy, and in bench/answer_check.py on its own: with
+    PyTorch's count, a census check beside a busy core did not finish in 12 times its time alone (docs/performance.md,
+    "The label checks' encoder")."""
+    from genenv.models.sentence import SENTENCE_MODEL, SentenceEncoder, resolve_sentence_model
+
+    folder = resolve_sentence_model(SENTENCE_MODEL, tmp_path)
+    fixed = SentenceEncoder(folder)  # tests/conftest.py fixes OMP_NUM_THREADS
+    assert not fixed.model.get_input_embeddings()._forward_pre_hooks
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    governed = SentenceEncoder(folder)
+    hooks = list(governed.model.get_input_embeddings()._forward_pre_hooks.values())
+    assert hooks == [threads.process_governor()]
