@@ -140,3 +140,31 @@ def test_a_stop_signal_ends_rerun_in_one_line_and_its_fork_finishes_as_the_line_
     finished = subprocess.run([*genenv, *finish], env=env, capture_output=True, text=True)
     assert finished.returncode == 0, finished.stderr[-3000:]
     assert warehouse.committed(fork)["generation"].to_list() == [0, 1]
+
+
+def test_a_stop_that_lands_in_a_garbage_collector_callback_is_not_printed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seen in one of two suite runs: SIGINT's handler ran inside a weakref callback, where its KeyboardInterrupt
+    cannot unwind and Python prints it with a traceback; the watchdog stops the process either way. Any other
+    exception of a callback still reaches the hook that was there before."""
+    import weakref
+
+    from genenv.cli.commands.stopping import stop_on_signals
+
+    reached: list[type[BaseException]] = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda unraisable: reached.append(type(unraisable.exc_value)))
+
+    class Held:
+        pass
+
+    def raising(error: BaseException):
+        def callback(_: object) -> None:
+            raise error
+
+        return callback
+
+    with stop_on_signals("run r resumes"):
+        for error in (KeyboardInterrupt("SIGINT"), ValueError("a callback's own error")):
+            held = Held()
+            ref = weakref.ref(held, raising(error))
+            del held
+    assert ref() is None and reached == [ValueError]

@@ -17,8 +17,9 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
+from typing import Any
 
 GRACE_SECONDS = 2.5
 """How long the main thread may unwind before the watchdog stops the process."""
@@ -45,6 +46,8 @@ def stop_on_signals(line: str, debug: bool = False) -> Iterator[None]:
     watchdog = _Watchdog(line, debug)
     previous_fd = signal.set_wakeup_fd(watchdog.write_end, warn_on_full_buffer=False)
     previous = {signum: signal.signal(signum, _interrupt) for signum in STOP_SIGNALS}
+    previous_unraisable = sys.unraisablehook
+    sys.unraisablehook = _quiet_stops(previous_unraisable)
     watchdog.start()
     try:
         yield
@@ -59,6 +62,7 @@ def stop_on_signals(line: str, debug: bool = False) -> Iterator[None]:
         signal.set_wakeup_fd(previous_fd)
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+        sys.unraisablehook = previous_unraisable
         os.close(watchdog.write_end)  # the watchdog reads to the end of the pipe: after a stop signal, it exits
         watchdog.join()
         os.close(watchdog.read_end)
@@ -68,6 +72,18 @@ def stop_on_signals(line: str, debug: bool = False) -> Iterator[None]:
 def _interrupt(signum: int, frame: object) -> None:
     """The main thread's own handler: unwind as Ctrl-C does (SIGTERM too)."""
     raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
+def _quiet_stops(previous: Callable[[Any], object]) -> Callable[[Any], object]:
+    """An unraisable-exception hook that drops the handler's KeyboardInterrupt: a signal that lands in a garbage
+    collector's callback cannot unwind the main thread, and Python would print it with a traceback before the
+    watchdog, woken by the same signal, silences the console and stops the process."""
+
+    def hook(unraisable: Any) -> None:
+        if not isinstance(unraisable.exc_value, KeyboardInterrupt):
+            previous(unraisable)
+
+    return hook
 
 
 def _signal_of(exc: BaseException) -> int | None:
