@@ -137,7 +137,7 @@ def answer_error(
         return "list_of_one"
     if any(_format_as_file_name(spec, value) for spec, value in arguments):
         return "format_as_file_name"
-    if placeholder_value(calls, request):
+    if _placeholder_value(arguments, request):
         return "placeholder_value"
     if roles_swapped(calls, functions, request):
         return "roles_swapped"
@@ -193,16 +193,11 @@ _SLOT = re.compile(r"\{\s*(\w+)\s*\}|[\[<]\s*([A-Za-z]\w*_\w+|[A-Z][A-Z_]*[A-Z])
 ("[recipient_email]", "<NAME>"); "[Groceries]" and "<ann@example.com>" are values."""
 
 
-def placeholder_value(calls: list[Call], request: str) -> bool:
-    """A call's string value (or list item) is one of the request's unfilled template slots."""
+def _placeholder_value(arguments: list[tuple[dict[str, Any], Any]], request: str) -> bool:
+    """An argument's string value (or list item) is one of the request's unfilled template slots."""
     slots = {found for slot in _SLOT.findall(request) if (found := words("".join(slot)))}
-    return any(
-        words(item) in slots
-        for call in calls
-        for value in call.arguments.values()
-        for item in (value if isinstance(value, list) else [value])
-        if isinstance(item, str)
-    )
+    items = [item for _, value in arguments for item in (value if isinstance(value, list) else [value])]
+    return bool(slots) and any(isinstance(item, str) and words(item) in slots for item in items)
 
 
 def unit_value_unused(calls: list[Call], functions: list[dict[str, Any]], request: str) -> bool:

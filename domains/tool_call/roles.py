@@ -24,10 +24,11 @@ ROLE_WORDS = {
 }
 """Words of a parameter's name that give it a role (`from_unit`, `pickup`, `destination_country`)."""
 CUES = {
-    SOURCE: frozenset({"from"}),
-    TARGET: frozenset({"to", "into", "many"}),
+    SOURCE: frozenset({("from",), ("up", "at")}),
+    TARGET: frozenset({("to",), ("into",), ("many",)}),
 }
-"""Words right before a value that give it its role ("how many meters": the unit asked for)."""
+"""Words right before a value that give it its role ("how many meters": the unit asked for; "pick me up at the
+station": the pickup)."""
 SKIPPED = frozenset({"the", "a", "an", "my", "our", "your", "this", "that"})
 """Words between a cue and its value that do not break the cue ("from the office")."""
 
@@ -36,13 +37,7 @@ def roles_swapped(calls: list[Call], functions: list[dict[str, Any]], request: s
     """True when a call's source and target arguments contradict the request's cue words, or, where the request cues
     neither value, its order (the target named before the source)."""
     said = words(request)
-    by_name = {f["name"]: f["parameters"]["properties"] for f in functions}
-    return any(
-        _contradicted(said, call.arguments[source], call.arguments[target])
-        for call in calls
-        for source, target in role_pairs(by_name.get(call.name, {}))
-        if source in call.arguments and target in call.arguments
-    )
+    return any(_contradicted(said, source, target) for source, target in _paired_values(calls, functions))
 
 
 def roles_contradicted(calls: list[Call], functions: list[dict[str, Any]], request: str) -> bool:
@@ -50,13 +45,7 @@ def roles_contradicted(calls: list[Call], functions: list[dict[str, Any]], reque
     call takes it in that role: "from the office to the train station, pick them up at the train station" gives the
     train station both roles, so no call is right. A value that fills both roles of a call is left alone."""
     said = words(request)
-    by_name = {f["name"]: f["parameters"]["properties"] for f in functions}
-    filled = [
-        (call.arguments[source], call.arguments[target])
-        for call in calls
-        for source, target in role_pairs(by_name.get(call.name, {}))
-        if isinstance(call.arguments.get(source), str) and isinstance(call.arguments.get(target), str)
-    ]
+    filled = _paired_values(calls, functions)
     taken = {(words(value), role) for pair in filled for value, role in zip(pair, (SOURCE, TARGET), strict=True)}
     return any(
         (words(value), other) not in taken and any(_cue(said, at) == other for at in _positions(said, value))
@@ -64,6 +53,18 @@ def roles_contradicted(calls: list[Call], functions: list[dict[str, Any]], reque
         if words(source) != words(target)
         for value, other in ((source, TARGET), (target, SOURCE))
     )
+
+
+def _paired_values(calls: list[Call], functions: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """(source value, target value) of every role pair the calls fill with two strings: only strings are named in
+    a request, so only they can take a role there."""
+    by_name = {f["name"]: f["parameters"]["properties"] for f in functions}
+    return [
+        (call.arguments[source], call.arguments[target])
+        for call in calls
+        for source, target in role_pairs(by_name.get(call.name, {}))
+        if isinstance(call.arguments.get(source), str) and isinstance(call.arguments.get(target), str)
+    ]
 
 
 def value_reused(calls: list[Call], request: str) -> bool:
@@ -146,8 +147,7 @@ def _cue(said: tuple[str, ...], at: int) -> str | None:
     if before < 0:
         return None
     word = said[before]
-    if word == "at" and before > 0 and said[before - 1] == "up":
-        return SOURCE  # "pick me up at the station"
     if word.replace(".", "", 1).isdigit() or word in NUMBER_WORDS:
         return SOURCE  # "1.5 meters", "100 USD": the unit or currency of the amount given
-    return next((role for role, cues in CUES.items() if word in cues), None)
+    ending = said[: before + 1]
+    return next((role for role, cues in CUES.items() if any(ending[-len(cue) :] == cue for cue in cues)), None)
