@@ -302,121 +302,96 @@ def test_what_a_request_states() -> None:
     assert words("Boca Juniors's PDFs, I'd say: don't") == ("boca", "junior", "pdf", "i", "say", "dont")
 
 
-@pytest.mark.parametrize(
-    ("question", "answer", "expected"),
-    [
-        ("What's 3.31 as a decimal?", "[math.mean(numbers=[3.31])]", "list_of_one"),
-        ("What's 45.6 as a percentage?", "[math.mean(numbers=[45.6])]", "list_of_one"),
-        ("What's the mean of 3.31 and 4.5?", "[math.mean(numbers=[3.31, 4.5])]", None),
-        ("Add rice to the shopping list.", '[shopping_list.add_items(items=["rice"])]', None),
-    ],
-)
-def test_a_function_of_a_list_of_numbers_is_not_given_one_number(question, answer, expected) -> None:
-    """From the wrong labels of run l62 (bench/data/labelled_l62_g1_g2_tasks.jsonl: "What's 33.6 as a decimal?") and
-    its edge fork's generation 2: the mean of one number is that number, so no request asks for it; a list of one
-    string (one item for the shopping list) is an ordinary request."""
-    assert reason(question, answer) == expected
-
-
 SUN_AND_CLOCK = ["weather.get_sun_times", "clock.time_in"]
 
 
 @pytest.mark.parametrize(
-    ("question", "answer", "expected"),
+    ("question", "answer", "offered", "expected"),
     [
+        # list_of_one (l62 and its edge fork): the mean of one number is that number; a list of one string is not
+        ("What's 3.31 as a decimal?", "[math.mean(numbers=[3.31])]", None, "list_of_one"),
+        ("What's 45.6 as a percentage?", "[math.mean(numbers=[45.6])]", None, "list_of_one"),
+        ("What's the mean of 3.31 and 4.5?", "[math.mean(numbers=[3.31, 4.5])]", None, None),
+        ("Add rice to the shopping list.", '[shopping_list.add_items(items=["rice"])]', None, None),
+        # function_mismatch (l62, 3 labels): "time" speaks for both, "local" only for the clock
         (
             "What time is the local time in Tallinn 22 March 2026?",
             '[weather.get_sun_times(city="Tallinn", date="2026-03-22")]',
+            SUN_AND_CLOCK,
             "function_mismatch",
         ),
         (
             "When is sunrise in Tallinn on 22 March 2026, local time?",
             '[weather.get_sun_times(city="Tallinn", date="2026-03-22")]',
+            SUN_AND_CLOCK,
             None,
         ),
-        ("What's the local time in Tallinn?", '[clock.time_in(city="Tallinn")]', None),
-    ],
-)
-def test_a_called_function_heard_only_by_words_another_offered_one_shares_is_the_wrong_one(
-    question, answer, expected
-) -> None:
-    """From run l62's censuses (3 wrong labels): "time" speaks for the clock and the sun times alike, "local" only for
-    the clock, and nothing in the request for the sun times alone."""
-    assert reason(question, answer, SUN_AND_CLOCK) == expected
-
-
-@pytest.mark.parametrize(
-    ("question", "answer", "expected"),
-    [
+        ("What's the local time in Tallinn?", '[clock.time_in(city="Tallinn")]', SUN_AND_CLOCK, None),
+        # placeholder_value (l62): a slot names what the request leaves out; brackets around a stated value do not
         (
             "Mail sendoff for [recipient_email] with subject Invoice for March.",
             '[mail.compose(to="recipient_email", subject="Invoice for March")]',
+            None,
             "placeholder_value",
         ),
         (
             "Email ann@example.com with the subject '[Draft] Invoice for March'.",
             '[mail.compose(to="ann@example.com", subject="[Draft] Invoice for March")]',
             None,
+            None,
         ),
         (
             "Email Ann <ann@example.com> with the subject Invoice for March.",
             '[mail.compose(to="ann@example.com", subject="Invoice for March")]',
             None,
+            None,
         ),
-    ],
-)
-def test_a_template_slot_is_not_a_value(question, answer, expected) -> None:
-    """From run l62's first census: the slot names what the request leaves out; a subject that holds brackets among
-    its words, or an address in angle brackets, is still stated."""
-    assert reason(question, answer) == expected
-
-
-@pytest.mark.parametrize(
-    ("question", "answer", "expected"),
-    [
+        # roles_contradicted (the ride l56b, l60q and l62 repeat word for word): one value cued in both roles; a
+        # value in one role each, or one value filling both roles of one call, is left to the other checks
         (
             "Book a ride for 3 people from the office to the train station, pick them up at the train station.",
             '[rides.request_ride(pickup="the office", dropoff="the train station", seats=3)]',
+            None,
             "roles_contradicted",
         ),
         (
             "I want to take a lift to the airport, pick me up at the stadium.",
             '[rides.request_ride(pickup="the stadium", dropoff="the airport")]',
             None,
+            None,
         ),
         (
             "Book a ride for 5 people from the train station to the train station.",
             '[rides.request_ride(pickup="the train station", dropoff="the train station", seats=5)]',
+            None,
             None,
         ),
         (
             "Book a ride for 5 people from The train station to the train station.",
             '[rides.request_ride(pickup="The train station", dropoff="the train station", seats=5)]',
             None,
+            None,
         ),
-    ],
-)
-def test_a_value_the_request_gives_both_roles_makes_no_call_right(question, answer, expected) -> None:
-    """From the ride the simulator wrote word for word in four samples (l56b, l60q, l62): "from the office to the
-    train station, pick them up at the train station" names no one pickup. A request that gives each value one role,
-    or one value both roles of one call, is left to the other checks."""
-    assert reason(question, answer) == expected
-
-
-@pytest.mark.parametrize(
-    ("question", "answer", "expected"),
-    [
-        ("Compress photo.png as zip.", '[files.compress(paths=["photo.png"], archive="zip")]', "format_as_file_name"),
+        # format_as_file_name (l64, 4 of 21 wrong labels): "as zip" says what kind of file, not its name
+        (
+            "Compress photo.png as zip.",
+            '[files.compress(paths=["photo.png"], archive="zip")]',
+            None,
+            "format_as_file_name",
+        ),
         (
             "Compress photo.png with arima-zip.",
             '[files.compress(paths=["photo.png"], archive="arima-zip")]',
+            None,
             "format_as_file_name",
         ),
-        ("Compress photo.png as zip.zip.", '[files.compress(paths=["photo.png"], archive="zip.zip")]', None),
-        ("Compress photo.png as backup.", '[files.compress(paths=["photo.png"], archive="backup")]', None),
+        ("Compress photo.png as zip.zip.", '[files.compress(paths=["photo.png"], archive="zip.zip")]', None, None),
+        ("Compress photo.png as backup.", '[files.compress(paths=["photo.png"], archive="backup")]', None, None),
     ],
 )
-def test_a_file_format_is_not_a_file_name(question, answer, expected) -> None:
-    """From run l64's censuses (4 of their 21 wrong labels; l60q and l62 hold one each): "as zip" says what kind of
-    file, not its name. A name with an extension, or a plain name, is the request's own."""
-    assert reason(question, answer) == expected
+def test_wrong_labels_of_the_censuses_are_rejected_and_their_right_neighbours_kept(
+    question, answer, offered, expected
+) -> None:
+    """Each rule written from hand-labelled census tasks (bench/data/labelled_*.jsonl), beside the nearest right
+    answers it must keep."""
+    assert reason(question, answer, offered) == expected
