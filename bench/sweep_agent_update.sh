@@ -1,24 +1,27 @@
 #!/usr/bin/env bash
 # Issue 53 item 4: the agent's GRPO update chosen by measurement, on the warm start configs/laptop.yaml makes. Each
 # variant forks one laptop.yaml run at generation 1 (its generation 0 snapshot: warm start, pools, seeds; default the
-# run l62 of bench/edge_seed_draw.sh, whose own generations are laptop.yaml's own update), with other agent settings,
-# and goes on to generation G (default 2). Held-out seed success at generation G, paired over the same 270 items
-# with the base run's (bench/heldout_paired.py), and the probe before and after each update; never a benchmark.
-# Idempotent: a fork that exists is resumed where it stopped.
-#   bash bench/sweep_agent_update.sh [--smoke] [DATA_DIR] [BASE_RUN_NAME]   (default data/l62 l62; G=GENERATIONS;
+# run l64 of docs/results.md section 18), with other agent settings, and goes on to generation G (default 2). The
+# first fork, "control", changes nothing: it reruns laptop.yaml's own update on this checkout's code, so each variant
+# differs from it in its settings only (the base run may have been made by older code). Held-out seed success at
+# generation G, paired over the same 270 items with the control's (bench/heldout_paired.py), and the probe before
+# and after each update; never a benchmark. Variants run most informative first, so a sweep cut short still
+# answers the issue's first question (laptop.yaml's update against the shrunk one). Idempotent: a fork that exists
+# is resumed where it stopped.
+#   bash bench/sweep_agent_update.sh [--smoke] [DATA_DIR] [BASE_RUN_NAME]   (default data/l64 l64; G=GENERATIONS;
 #   DATA_DIR relative to the checkout)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/smoke.sh  # --smoke: print the genenv commands instead of running them
-data=${1:-data/l62}
-base_name=${2:-l62}
+data=${1:-data/l64}
+base_name=${2:-l64}
 G=${GENERATIONS:-2}
 W=$data/warehouse
 base=$(found "$(run_of "$W" "$base_name")" "$base_name")
 # laptop.yaml's update is agent_lr 1e-4, agent_epochs 2, agent_kl_coef 0.04, dynamic_sampling_draws 3; "shrunk" is
 # the update section 10's comparison ran (1 epoch, 2 rounds of drawing).
-for variant in "shrunk agent_epochs=1 dynamic_sampling_draws=2" "lr-3e-5 agent_lr=0.00003" "lr-3e-4 agent_lr=0.0003" \
-               "kl-0 agent_kl_coef=0" "kl-0-1 agent_kl_coef=0.1" "epochs-4 agent_epochs=4"; do
+for variant in "control" "shrunk agent_epochs=1 dynamic_sampling_draws=2" "lr-3e-4 agent_lr=0.0003" \
+               "epochs-4 agent_epochs=4" "kl-0 agent_kl_coef=0" "lr-3e-5 agent_lr=0.00003" "kl-0-1 agent_kl_coef=0.1"; do
   read -r label settings <<< "$variant"
   name="sweep-$label"
   if [ -z "$(run_of "$W" "$name")" ]; then
@@ -38,5 +41,5 @@ $genenv sql --warehouse "$W" "
   FROM generations g JOIN runs r USING (run_id)
   WHERE r.run_name = '$base_name' OR r.run_name LIKE 'sweep-%' ORDER BY 1, 2"
 if [ "$genenv" != printed ]; then
-  .venv/bin/python bench/heldout_paired.py "$W" --against "$base" --generation "$G"
+  .venv/bin/python bench/heldout_paired.py "$W" --against "$(run_of "$W" sweep-control)" --generation "$G"
 fi
