@@ -4,9 +4,12 @@ PyTorch runs each parallel region on one thread per core, and its threads spin a
 one arrives. When another process holds a core, the thread that shares it arrives late at every region: the fixed
 work of bench/contention.py took more than 4.6x as long beside one busy core, where one thread fewer costs about what
 that core is worth (docs/performance.md, "Beside a busy core"). So on the CPU the count follows the machine: every
-forward pass asks `ThreadGovernor`, which at most once a window reads the kernel's CPU pressure (the share of time
-some runnable task waited for a CPU) and the idle time, and takes a thread away while tasks wait or gives one back
-while a core sits idle.
+forward pass asks `ThreadGovernor`, which at most once a window reads how long runnable tasks waited for a CPU and
+the idle time, and takes a thread away while tasks wait or gives one back while a core sits idle. It reads the wait
+twice: the machine's (the kernel's CPU pressure, the share of time some task waited) and the process's own (its
+threads' scheduler wait). A model of small parallel regions, such as the label checks' sentence encoder, keeps the
+machine's share near half a window while its own threads wait at nearly every region (a thread-second a second,
+traced beside a busy core): the machine's reading alone left it at 2 threads for up to 54 s.
 
 Linux only (/proc/pressure/cpu: kernel 4.20+ with PSI); elsewhere, and where OMP_NUM_THREADS is set (the user's
 choice wins), PyTorch's count stays. The count changed no logit and no gradient bit of the embedded model in float32
@@ -25,6 +28,7 @@ import torch
 
 PRESSURE = Path("/proc/pressure/cpu")
 STAT = Path("/proc/stat")
+OWN_THREADS = Path("/proc/self/task")
 WINDOW_S = 0.5
 """Seconds between two looks at the machine: a collapse beside a new neighbour lasts about this long."""
 CONTENDED = 0.5
@@ -44,6 +48,9 @@ class Reading:
     """Microseconds some runnable task has waited for a CPU since boot (PSI's cpu "some" total)."""
     idle_ticks: int
     """Clock ticks all CPUs have been idle since boot (/proc/stat's idle and iowait)."""
+    own_waited_ns: int
+    """Nanoseconds this process's live threads have been runnable but waiting for a CPU (each one's schedstat
+    run_delay; 0 where the kernel keeps no schedstat)."""
 
 
 def read_machine() -> Reading | None:
@@ -54,7 +61,19 @@ def read_machine() -> Reading | None:
     except (OSError, IndexError):
         return None
     waited = dict(part.split("=") for part in some[1:])["total"]
-    return Reading(time.monotonic(), int(waited), int(cpu[4]) + int(cpu[5]))
+    return Reading(time.monotonic(), int(waited), int(cpu[4]) + int(cpu[5]), own_waited_ns())
+
+
+def own_waited_ns() -> int:
+    """The run_delay of this process's threads, summed (a thread that ended between listing and reading counts 0:
+    the governor looks at the difference of two sums, so its share drops out of one window at most)."""
+    total = 0
+    for thread in OWN_THREADS.glob("*/schedstat"):
+        try:
+            total += int(thread.read_text().split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    return total
 
 
 def next_threads(threads: int, ceiling: int, waited_share: float, idle_cores: float) -> int:
@@ -90,7 +109,9 @@ class ThreadGovernor:
         if now is None:
             return
         seconds = now.at - self.last.at
-        waited = (now.waited_us - self.last.waited_us) / 1e6 / seconds
+        machine_waited = (now.waited_us - self.last.waited_us) / 1e6 / seconds
+        own_waited = (now.own_waited_ns - self.last.own_waited_ns) / 1e9 / seconds
+        waited = max(machine_waited, own_waited)
         idle = (now.idle_ticks - self.last.idle_ticks) / TICKS_PER_S / seconds
         self.last = now
         threads = torch.get_num_threads()
