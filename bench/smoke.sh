@@ -7,7 +7,8 @@ if [ "${1:-}" = --smoke ]; then
   genenv=printed
   exec 3>&2
 fi
-printed() { { printf genenv; printf ' %q' "${@//$'\n'/ }"; printf '\n'; } >&3; }  # newlines as spaces: one line a command
+# newlines as spaces: one line a command, written at once (commands printed side by side do not interleave)
+printed() { local line; line=$(printf genenv; printf ' %q' "${@//$'\n'/ }"); printf '%s\n' "$line" >&3; }
 # The run lookups the scripts share: run_of WAREHOUSE NAME prints the id of the run of that name (empty when there is
 # none); found ID NAME prints ID, or under --smoke a placeholder, and otherwise stops the script: a real run never
 # goes on with a run it did not find.
