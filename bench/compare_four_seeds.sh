@@ -28,8 +28,9 @@ logs=$data
 [ "$genenv" = printed ] && logs=$homes  # a smoke run writes nothing into the checkout (DATA_DIR need not exist)
 compare 0,1 > "$logs/compare-s01.log" 2>&1 &
 first=$!
-compare 2,3 > "$logs/compare-s23.log" 2>&1
-wait "$first"
+compare 2,3 > "$logs/compare-s23.log" 2>&1 || failed=1
+wait "$first" || failed=1  # both finish before the trap removes their Prefect homes, even when one of them failed
+[ -z "${failed:-}" ] || { echo "$(basename "$0"): a comparison failed; see $logs/compare-s*.log" >&2; exit 1; }
 if [ "$genenv" != printed ]; then
   .venv/bin/python bench/mean_of_categories.py "$W" --prefix c52 --arms genenv,genenv-random --generation "$G"
   for seed in 0 1 2 3; do
