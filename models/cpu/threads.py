@@ -40,7 +40,7 @@ TICKS_PER_S = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 @dataclass(frozen=True)
 class Reading:
-    """The machine's cumulative counters at one moment."""
+    """The machine's cumulative counters, and this process's own wait, at one moment."""
 
     at: float
     """time.monotonic() seconds."""
@@ -54,7 +54,7 @@ class Reading:
 
 
 def read_machine() -> Reading | None:
-    """The counters now, or None where the kernel does not report CPU pressure."""
+    """The counters now (the machine's and the process's), or None where the kernel does not report CPU pressure."""
     try:
         some = PRESSURE.read_text().splitlines()[0].split()
         cpu = STAT.read_text().split("\n", 1)[0].split()

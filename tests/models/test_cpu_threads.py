@@ -68,22 +68,25 @@ def test_the_process_own_threads_waiting_take_a_thread_away_where_the_machine_sh
 @pytest.mark.skipif(not Path("/proc/self/schedstat").exists(), reason="the kernel keeps no schedstat")
 def test_the_process_own_wait_is_read_from_its_threads_schedstat() -> None:
     """More spinning processes than cores while this thread computes too: it waits for a CPU part of the time, and
-    its own reading grows by that wait (the kernel's schedstat; the suite runs on Linux)."""
+    its own reading grows by that wait, not by its time on a CPU: a thread that never sleeps is either running or
+    waiting, so its CPU time and its wait add up to the wall time (the kernel's schedstat; the suite runs on Linux)."""
     spinners = [
         subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
         for _ in range(os.cpu_count() or 1)
     ]
     try:
         time.sleep(0.2)  # the spinners running
-        before, started = threads.own_waited_ns(), time.monotonic()
+        before, cpu_before, started = threads.own_waited_ns(), time.thread_time(), time.monotonic()
         while time.monotonic() - started < 1.0:
             pass
         waited_s = (threads.own_waited_ns() - before) / 1e9
+        cpu_s, wall_s = time.thread_time() - cpu_before, time.monotonic() - started
     finally:
         for spinner in spinners:
             os.killpg(spinner.pid, 15)
             spinner.wait()
     assert waited_s > 0.05  # fair shares: about a third of the second on 2 cores, more on a busier machine
+    assert cpu_s + waited_s == pytest.approx(wall_s, abs=0.1)  # the process's other threads sleep: they add no wait
 
 
 @PSI
